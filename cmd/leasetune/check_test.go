@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name      string
+		args      []string
+		code      int
+		stdout    []string // substrings
+		stderr    []string
+		notStdout bool // stdout must be empty
+	}{
+		{
+			name: "fleet defaults",
+			args: []string{"check", "--lease-duration", "30s", "--renew-deadline", "25s", "--retry-period", "10s"},
+			code: 0,
+			stdout: []string{
+				"valid: leaseDuration=30s renewDeadline=25s retryPeriod=10s",
+				"client-go < v0.30 (leader gets and updates): 945 (leader 720, followers 225)",
+				"client-go v0.30+ (leader updates only):      585 (leader 360, followers 225)",
+				"worst-case failover after the leader dies: 1m14s",
+			},
+		},
+		{
+			name:   "wrangler defaults with 2 followers",
+			args:   []string{"check", "--lease-duration=45s", "--renew-deadline=30s", "--retry-period=2s", "--followers=2"},
+			code:   0,
+			stdout: []string{"1 leader + 2 follower(s)", ": 5850 (leader 3600, followers 2250)", "failover after the leader dies: 53.8s"},
+		},
+		{
+			name:      "renew deadline equal to 1.2 × retry period",
+			args:      []string{"check", "--lease-duration", "30s", "--renew-deadline", "12s", "--retry-period", "10s"},
+			code:      1,
+			stderr:    []string{"renewDeadline 12s must exceed 1.2 × retryPeriod 10s = 12s"},
+			notStdout: true,
+		},
+		{
+			name:      "several rules broken, one line each",
+			args:      []string{"check", "--lease-duration", "10.5s", "--renew-deadline", "20s", "--retry-period", "20s"},
+			code:      1,
+			stderr:    []string{"\n  leaseDuration 10.5s must exceed renewDeadline 20s\n", "\n  renewDeadline 20s must exceed 1.2 × retryPeriod 20s = 24s\n", "\n  leaseDuration 10.5s must be a whole number of seconds\n"},
+			notStdout: true,
+		},
+		{
+			name:      "unparsable and missing",
+			args:      []string{"check", "--lease-duration", "30", "--renew-deadline", " 25s"},
+			code:      2,
+			stderr:    []string{`--lease-duration: leaseDuration "30" is not a duration`, `--renew-deadline: renewDeadline " 25s" is not a duration: leading or trailing white space`, "flag --retry-period is required", "Usage:"},
+			notStdout: true,
+		},
+		{
+			name:      "no flags",
+			args:      []string{"check"},
+			code:      2,
+			stderr:    []string{"flag --lease-duration is required", "Usage:"},
+			notStdout: true,
+		},
+		{
+			name:   "unknown flag",
+			args:   []string{"check", "--lease", "30s"},
+			code:   2,
+			stderr: []string{"unknown flag: --lease"},
+		},
+		{
+			name:   "negative followers",
+			args:   []string{"check", "--lease-duration", "30s", "--renew-deadline", "25s", "--retry-period", "10s", "--followers", "-1"},
+			code:   2,
+			stderr: []string{"--followers -1 must not be negative"},
+		},
+		{
+			name:   "stray argument",
+			args:   []string{"check", "30s"},
+			code:   2,
+			stderr: []string{"unknown command"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(c.args, &out, &errOut)
+			if code != c.code {
+				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.code, &out, &errOut)
+			}
+			for _, s := range c.stdout {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("stdout lacks %q:\n%s", s, &out)
+				}
+			}
+			for _, s := range c.stderr {
+				if !strings.Contains(errOut.String(), s) {
+					t.Errorf("stderr lacks %q:\n%s", s, &errOut)
+				}
+			}
+			if c.notStdout && out.Len() > 0 {
+				t.Errorf("stdout not empty:\n%s", &out)
+			}
+		})
+	}
+}
