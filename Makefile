@@ -13,7 +13,7 @@ INTEGRATION_PKGS := ./tests/integration/...
 UNIT_PKGS := $(shell $(GO) list ./... | grep -v /tests/integration/)
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 3m
 
-.PHONY: all build test test-unit test-integration controlplane lint fmt fuzz clean
+.PHONY: all build test test-unit test-integration controlplane lint generate verify-generated fmt fuzz clean
 
 all: lint build test
 
@@ -32,7 +32,15 @@ test-integration:
 	assets="$$(scripts/controlplane.sh)" && \
 	  KUBEBUILDER_ASSETS="$$assets" $(GO) test -count=1 -p 1 -timeout 20m $(INTEGRATION_PKGS)
 
-lint: ## gofmt, go vet, go.mod tidiness
+generate: ## regenerate deepcopy and wrangler clients (pkg/apis, pkg/generated)
+	scripts/generate.sh
+
+verify-generated: ## fail if the committed generated code differs from what generate makes
+	@tmp="$$(mktemp -d)"; cp -a pkg "$$tmp"/; scripts/generate.sh >/dev/null 2>&1 || { echo "make generate failed"; exit 1; }; \
+	  if ! diff -r "$$tmp/pkg" pkg; then echo "generated code is stale: run make generate and commit"; \
+	    rm -rf pkg; cp -a "$$tmp/pkg" .; exit 1; fi
+
+lint: verify-generated ## gofmt, go vet, go.mod tidiness, generated code current
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@tmp="$$(mktemp -d)"; cp go.mod go.sum "$$tmp"/; $(GO) mod tidy; \

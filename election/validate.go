@@ -1,0 +1,133 @@
+package election
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// JitterFactor is client-go's leaderelection.JitterFactor (1.2): followers
+// wait between 1× and (1+JitterFactor)× the retry period between attempts,
+// and NewLeaderElector requires renewDeadline > JitterFactor × retryPeriod.
+const JitterFactor = 1.2
+
+// MaxDuration is the largest value this project accepts for any field (1h).
+// client-go has no upper bound; ours keeps a typo such as "10h" from leaving
+// a component without a leader for hours after a crash.
+const MaxDuration = time.Hour
+
+// Rule identifies one validation rule. Its value is stable and suitable for
+// metrics labels and Event reasons.
+type Rule string
+
+const (
+	// RulePositive: every field must be greater than zero.
+	// Source: client-go v0.28 leaderelection.NewLeaderElector.
+	RulePositive Rule = "Positive"
+	// RuleLeaseExceedsRenew: leaseDuration must be greater than renewDeadline.
+	// Source: client-go v0.28 leaderelection.NewLeaderElector.
+	RuleLeaseExceedsRenew Rule = "LeaseDurationExceedsRenewDeadline"
+	// RuleRenewExceedsJitteredRetry: renewDeadline must be greater than
+	// time.Duration(JitterFactor × float64(retryPeriod)), computed exactly so.
+	// Source: client-go v0.28 leaderelection.NewLeaderElector.
+	RuleRenewExceedsJitteredRetry Rule = "RenewDeadlineExceedsJitteredRetryPeriod"
+	// RuleLeaseWholeSeconds: leaseDuration must be a whole number of
+	// seconds. This project's rule: the lock record stores
+	// leaseDurationSeconds as an integer and client-go truncates, so a
+	// fraction would silently be lost (resourcelock.LeaderElectionRecord).
+	RuleLeaseWholeSeconds Rule = "LeaseDurationWholeSeconds"
+	// RuleLeaseAtLeastOneSecond: leaseDuration must be at least 1s, or the
+	// lock record would store 0 seconds. This project's rule; checked only
+	// when leaseDuration is positive (else RulePositive already applies).
+	RuleLeaseAtLeastOneSecond Rule = "LeaseDurationAtLeastOneSecond"
+	// RuleAtMostMax: every field must be at most MaxDuration (1h). This
+	// project's rule.
+	RuleAtMostMax Rule = "AtMostOneHour"
+)
+
+// Violation is one broken rule, with a message that names the fields and
+// their values.
+type Violation struct {
+	// Rule is the rule broken.
+	Rule Rule
+	// Fields are the fields the rule relates, in the fixed field order.
+	Fields []Field
+	// Message explains the violation with the numbers, e.g.
+	// "renewDeadline 10s must exceed 1.2 × retryPeriod 10s = 12s".
+	Message string
+}
+
+// ValidationError is returned by Timings.Validate and lists every rule the
+// triple breaks, in a fixed order.
+type ValidationError struct {
+	// Timings is the triple that was refused.
+	Timings Timings
+	// Violations lists each broken rule once; it is never empty.
+	Violations []Violation
+}
+
+// Error joins the violation messages with "; " after the triple, e.g.
+// "invalid leader-election timings leaseDuration=30s renewDeadline=10s
+// retryPeriod=10s: renewDeadline 10s must exceed 1.2 × retryPeriod 10s = 12s".
+func (e *ValidationError) Error() string {
+	msgs := make([]string, len(e.Violations))
+	for i, v := range e.Violations {
+		msgs[i] = v.Message
+	}
+	return fmt.Sprintf("invalid leader-election timings %s: %s", e.Timings, strings.Join(msgs, "; "))
+}
+
+// Has reports whether rule r is among the violations.
+func (e *ValidationError) Has(r Rule) bool {
+	for _, v := range e.Violations {
+		if v.Rule == r {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks t against the rules of client-go v0.28's
+// leaderelection.NewLeaderElector (every field > 0; leaseDuration >
+// renewDeadline; renewDeadline > JitterFactor × retryPeriod) and this
+// project's own (leaseDuration a whole number of seconds and at least 1s;
+// every field at most MaxDuration). It returns nil, or a *ValidationError
+// listing every rule broken. Whatever Validate accepts, NewLeaderElector
+// accepts too.
+func (t Timings) Validate() error {
+	var vs []Violation
+	add := func(r Rule, msg string, fields ...Field) {
+		vs = append(vs, Violation{Rule: r, Fields: fields, Message: msg})
+	}
+	f := FormatDuration
+
+	for _, fl := range Fields {
+		if d := t.Get(fl); d <= 0 {
+			add(RulePositive, fmt.Sprintf("%s %s must be greater than 0", fl, f(d)), fl)
+		}
+	}
+	if t.LeaseDuration <= t.RenewDeadline {
+		add(RuleLeaseExceedsRenew, fmt.Sprintf("%s %s must exceed %s %s",
+			LeaseDuration, f(t.LeaseDuration), RenewDeadline, f(t.RenewDeadline)), LeaseDuration, RenewDeadline)
+	}
+	// The same expression as client-go, float rounding included.
+	if jittered := time.Duration(JitterFactor * float64(t.RetryPeriod)); t.RenewDeadline <= jittered {
+		add(RuleRenewExceedsJitteredRetry, fmt.Sprintf("%s %s must exceed %v × %s %s = %s",
+			RenewDeadline, f(t.RenewDeadline), JitterFactor, RetryPeriod, f(t.RetryPeriod), f(jittered)), RenewDeadline, RetryPeriod)
+	}
+	if t.LeaseDuration > 0 && t.LeaseDuration < time.Second {
+		add(RuleLeaseAtLeastOneSecond, fmt.Sprintf("%s %s must be at least 1s", LeaseDuration, f(t.LeaseDuration)), LeaseDuration)
+	}
+	if t.LeaseDuration%time.Second != 0 {
+		add(RuleLeaseWholeSeconds, fmt.Sprintf("%s %s must be a whole number of seconds", LeaseDuration, f(t.LeaseDuration)), LeaseDuration)
+	}
+	for _, fl := range Fields {
+		if d := t.Get(fl); d > MaxDuration {
+			add(RuleAtMostMax, fmt.Sprintf("%s %s must be at most %s", fl, f(d), f(MaxDuration)), fl)
+		}
+	}
+	if len(vs) == 0 {
+		return nil
+	}
+	return &ValidationError{Timings: t, Violations: vs}
+}
