@@ -9,9 +9,11 @@ require (
 	github.com/rancher/wrangler/v2 v2.1.2
 	github.com/spf13/cobra v1.10.2
 	k8s.io/api v0.28.15
+	k8s.io/apiextensions-apiserver v0.28.9
 	k8s.io/apimachinery v0.28.15
 	k8s.io/client-go v0.28.15
 	sigs.k8s.io/controller-runtime v0.16.6
+	sigs.k8s.io/yaml v1.3.0
 )
 
 require (
@@ -63,7 +65,6 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/apiextensions-apiserver v0.28.9 // indirect
 	k8s.io/code-generator v0.28.9 // indirect
 	k8s.io/gengo v0.0.0-20220902162205-c0856e24416d // indirect
 	k8s.io/klog/v2 v2.100.1 // indirect
@@ -71,5 +72,4 @@ require (
 	k8s.io/utils v0.0.0-20230406110748-d93618cff8a2 // indirect
 	sigs.k8s.io/json v0.0.0-20221116044647-bc3834ca7abd // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.2.3 // indirect
-	sigs.k8s.io/yaml v1.3.0 // indirect
 )
