@@ -79,9 +79,8 @@ func Resolve(d Definition, in Input) Resolved {
 
 // Evaluate parses and validates the three resolved values of component c
 // (in the order of Of(c)) as one triple. Errors name the settings and the
-// values: a parse failure is "setting <name>: <election.ParseError>"; an
-// invalid triple is "settings <names>: <election.ValidationError>" and
-// wraps the *election.ValidationError.
+// values: a parse failure is "setting <name>: <election.ParseError>"
+// (wrapping it); an invalid triple is the *election.ValidationError itself.
 func Evaluate(c Component, values [3]Resolved) (election.Timings, error) {
 	defs := Of(c)
 	var t election.Timings
@@ -98,7 +97,7 @@ func Evaluate(c Component, values [3]Resolved) (election.Timings, error) {
 		return election.Timings{}, errors.Join(errs...)
 	}
 	if err := t.Validate(); err != nil {
-		return election.Timings{}, fmt.Errorf("settings %s, %s, %s: %w", defs[0].Name, defs[1].Name, defs[2].Name, err)
+		return election.Timings{}, err
 	}
 	return t, nil
 }

@@ -1,0 +1,253 @@
+package settings_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/election"
+	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
+	mgmtcontrollers "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+const (
+	lease = "fleet-leader-election-lease-duration"
+	renew = "fleet-leader-election-renew-deadline"
+	retry = "fleet-leader-election-retry-period"
+)
+
+// running is a Provider started against the control plane.
+type running struct {
+	*settings.Provider
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	notified []election.Timings // every triple published to OnChange listeners
+}
+
+// clientFor returns a wrangler Setting client not tied to any provider.
+func settingClient(t *testing.T) mgmtcontrollers.SettingClient {
+	t.Helper()
+	f, err := management.NewFactoryFromConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.Management().V3().Setting()
+}
+
+// startProvider starts a provider whose state lives in namespace ns and
+// whose env is env, and waits until it has synced once.
+func startProvider(t *testing.T, ns string, env map[string]string) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	f, err := management.NewFactoryFromConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
+	p := settings.NewProvider(settings.ProviderOptions{
+		Settings:   f.Management().V3().Setting(),
+		ConfigMaps: cp.Client.CoreV1(),
+		Namespace:  ns,
+		Recorder:   b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
+		LookupEnv: func(k string) (string, bool) {
+			v, ok := env[k]
+			return v, ok
+		},
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	r := &running{Provider: p}
+	p.OnChange(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, c := range settings.Components {
+			if tm, ok := p.Effective(c); ok {
+				r.notified = append(r.notified, tm)
+			}
+		}
+	})
+	if err := p.Register(ctx); err != nil {
+		cancel()
+		t.Fatalf("Register: %v", err)
+	}
+	if err := f.Start(ctx, 2); err != nil {
+		cancel()
+		t.Fatalf("start factory: %v", err)
+	}
+	r.cancel = func() { cancel(); b.Shutdown() }
+	t.Cleanup(r.cancel)
+	// The first sync fills Status.Inputs.
+	eventually(t, "first sync", func() bool { return r.Status(settings.FleetController).Inputs[0].Value != "" })
+	return r
+}
+
+// stop stops the provider, as a restart of the project would.
+func (r *running) stop() { r.cancel() }
+
+// resetSettings deletes every Setting object and waits until they are gone.
+func resetSettings(t *testing.T) {
+	t.Helper()
+	c := settingClient(t)
+	for _, d := range settings.Registry {
+		if err := c.Delete(d.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "settings deleted", func() bool {
+		l, err := c.List(metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0
+	})
+}
+
+// setValue writes value on the Setting called name, as Rancher's API does
+// (a merge patch of value), creating the object if needed.
+func setValue(t *testing.T, name, value string) {
+	t.Helper()
+	c := settingClient(t)
+	body, _ := json.Marshal(map[string]string{"value": value})
+	if _, err := c.Patch(name, types.MergePatchType, body); err != nil {
+		t.Fatalf("set %s=%q: %v", name, value, err)
+	}
+}
+
+func getSetting(t *testing.T, name string) *v3.Setting {
+	t.Helper()
+	s, err := settingClient(t).Get(name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get setting %s: %v", name, err)
+	}
+	return s
+}
+
+// eventually polls cond every 50ms for up to 20s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("%s: not within 20s", what)
+	}
+}
+
+// consistently fails if cond is false at any poll within d.
+func consistently(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if !cond() {
+			t.Fatalf("%s: stopped holding", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func tm(l, r, p string) election.Timings {
+	out, err := election.Parse(l, r, p)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// effectiveIs reports whether the provider's effective controller triple is want.
+func (r *running) effectiveIs(c settings.Component, want election.Timings) bool {
+	got, ok := r.Effective(c)
+	return ok && got == want
+}
+
+// inputsAre reports whether the provider last evaluated these values.
+func (r *running) inputsAre(c settings.Component, vals ...string) bool {
+	in := r.Status(c).Inputs
+	for i, v := range vals {
+		if in[i].Value != v {
+			return false
+		}
+	}
+	return true
+}
+
+// assertNotifiedValid checks that every triple ever published validated.
+func (r *running) assertNotifiedValid(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range r.notified {
+		if err := n.Validate(); err != nil {
+			t.Errorf("an invalid triple was published: %v", err)
+		}
+	}
+}
+
+// events returns the messages of Events with reason on the Setting name.
+func events(t *testing.T, name, reason string) []string {
+	t.Helper()
+	l, err := cp.Client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.name": name, "reason": reason}.AsSelector().String(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range l.Items {
+		out = append(out, e.Message)
+	}
+	return out
+}
+
+// waitEvent waits for an Event with reason on name whose message contains every part.
+func waitEvent(t *testing.T, name, reason string, parts ...string) string {
+	t.Helper()
+	var found string
+	eventually(t, fmt.Sprintf("event %s on %s containing %q", reason, name, parts), func() bool {
+		for _, m := range events(t, name, reason) {
+			ok := true
+			for _, p := range parts {
+				ok = ok && strings.Contains(m, p)
+			}
+			if ok {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// clearEvents deletes all Events in the default namespace, where Events
+// on cluster-scoped objects go.
+func clearEvents(t *testing.T) {
+	t.Helper()
+	if err := cp.Client.CoreV1().Events("default").DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stateConfigMap returns the provider's durable state in ns.
+func stateConfigMap(t *testing.T, ns string) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := cp.Client.CoreV1().ConfigMaps(ns).Get(context.Background(), "leasetune-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}

@@ -1,0 +1,291 @@
+package settings_test
+
+import (
+	"context"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+func TestCreatesMissingSettingsWithDefaults(t *testing.T) {
+	resetSettings(t)
+	r := startProvider(t, cp.Namespace(t), nil)
+	for _, d := range settings.Registry {
+		s := getSetting(t, d.Name)
+		if s.Value != "" || s.Default != d.Default || s.Source != "" || s.Customized {
+			t.Errorf("%s = value %q default %q source %q customized %v; want empty value, default %q",
+				d.Name, s.Value, s.Default, s.Source, s.Customized, d.Default)
+		}
+	}
+	for _, c := range settings.Components {
+		eventually(t, "defaults in effect", func() bool { return r.effectiveIs(c, election.FleetDefaults) })
+	}
+}
+
+func TestKeepsExistingValueAndFixesDefault(t *testing.T) {
+	resetSettings(t)
+	// Rancher's SetIfUnset semantics: an existing value is kept.
+	c := settingClient(t)
+	if _, err := c.Create(&v3.Setting{ObjectMeta: metav1.ObjectMeta{Name: retry}, Value: "5s", Default: "99s"}); err != nil {
+		t.Fatal(err)
+	}
+	r := startProvider(t, cp.Namespace(t), nil)
+	eventually(t, "default corrected", func() bool {
+		s := getSetting(t, retry)
+		return s.Default == "10s" && s.Value == "5s" && s.Customized
+	})
+	eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
+
+	// Someone edits default: the provider puts it back and never touches value.
+	s := getSetting(t, retry)
+	s.Default = "1s"
+	if _, err := c.Update(s); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "default restored", func() bool { return getSetting(t, retry).Default == "10s" })
+	if v := getSetting(t, retry).Value; v != "5s" {
+		t.Errorf("value = %q, want 5s untouched", v)
+	}
+}
+
+func TestUpdateTakesEffect(t *testing.T) {
+	resetSettings(t)
+	r := startProvider(t, cp.Namespace(t), nil)
+	setValue(t, "fleet-agent-leader-election-retry-period", "4s")
+	eventually(t, "agent retry 4s", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "4s")) })
+	if got, _ := r.Effective(settings.FleetController); got != election.FleetDefaults {
+		t.Errorf("controller triple changed to %s", got)
+	}
+	eventually(t, "customized", func() bool { return getSetting(t, "fleet-agent-leader-election-retry-period").Customized })
+	waitEvent(t, "fleet-agent-leader-election-retry-period", settings.ReasonApplied, "retryPeriod=4s")
+	r.assertNotifiedValid(t)
+}
+
+func TestDeletedSettingIsRestoredWithUserValue(t *testing.T) {
+	resetSettings(t)
+	ns := cp.Namespace(t)
+	r := startProvider(t, ns, nil)
+	setValue(t, retry, "5s")
+	want := tm("30s", "25s", "5s")
+	eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, want) })
+
+	if err := settingClient(t).Delete(retry, &metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The deletion must not push the default anywhere, not even briefly.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		consistently(t, "triple unchanged during delete and restore", 2*time.Second,
+			func() bool { return r.effectiveIs(settings.FleetController, want) })
+	}()
+	eventually(t, "restored with 5s", func() bool {
+		s, err := settingClient(t).Get(retry, metav1.GetOptions{})
+		return err == nil && s.Value == "5s"
+	})
+	<-done
+	waitEvent(t, retry, settings.ReasonRestored, `"5s"`)
+	r.assertNotifiedValid(t)
+}
+
+func TestDeletionAcrossRestartLosesNothing(t *testing.T) {
+	resetSettings(t)
+	ns := cp.Namespace(t)
+	r := startProvider(t, ns, nil)
+	setValue(t, lease, "60s")
+	setValue(t, renew, "50s")
+	setValue(t, retry, "20s")
+	want := tm("60s", "50s", "20s")
+	eventually(t, "60/50/20 in effect", func() bool { return r.effectiveIs(settings.FleetController, want) })
+	r.stop()
+
+	// While the project is down, Rancher (2.9+, at its start) deletes settings it does not know.
+	resetSettings(t)
+
+	r2 := startProvider(t, ns, nil)
+	if !r2.effectiveIs(settings.FleetController, want) {
+		got, ok := r2.Effective(settings.FleetController)
+		t.Errorf("after restart effective = %s (%v), want %s", got, ok, want)
+	}
+	for name, v := range map[string]string{lease: "60s", renew: "50s", retry: "20s"} {
+		if s := getSetting(t, name); s.Value != v {
+			t.Errorf("%s restored with %q, want %q", name, s.Value, v)
+		}
+	}
+	r2.assertNotifiedValid(t)
+}
+
+func TestEnvOverride(t *testing.T) {
+	resetSettings(t)
+	ns := cp.Namespace(t)
+	r := startProvider(t, ns, nil)
+	setValue(t, retry, "5s")
+	eventually(t, "user value 5s", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
+	r.stop()
+
+	d, _ := settings.Lookup(retry)
+	if d.EnvVar() != "CATTLE_FLEET_LEADER_ELECTION_RETRY_PERIOD" {
+		t.Fatalf("env var name %s", d.EnvVar())
+	}
+	r2 := startProvider(t, ns, map[string]string{d.EnvVar(): "4s"})
+	eventually(t, "env value in effect", func() bool { return r2.effectiveIs(settings.FleetController, tm("30s", "25s", "4s")) })
+	eventually(t, "source env", func() bool { s := getSetting(t, retry); return s.Source == v3.SourceEnv && s.Value == "4s" })
+	if err := r2.Set(context.Background(), retry, "3s"); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("Set on an env-sourced setting: %v, want read-only error", err)
+	}
+	r2.stop()
+
+	// Without the env var the user's own value comes back.
+	r3 := startProvider(t, ns, nil)
+	eventually(t, "user value back", func() bool {
+		s := getSetting(t, retry)
+		return s.Source == "" && s.Value == "5s" && r3.effectiveIs(settings.FleetController, tm("30s", "25s", "5s"))
+	})
+}
+
+func TestInvalidValuesAreRefused(t *testing.T) {
+	resetSettings(t)
+	r := startProvider(t, cp.Namespace(t), nil)
+	good := election.FleetDefaults
+	cases := []struct {
+		name, setting, value string
+		parts                []string // in the Event message
+	}{
+		{"unparsable", retry, "10", []string{`retryPeriod "10" is not a duration`}},
+		{"zero", retry, "0s", []string{"retryPeriod 0s must be greater than 0"}},
+		{"negative", renew, "-5s", []string{"renewDeadline -5s must be greater than 0"}},
+		{"sub-second lease", lease, "500ms", []string{"leaseDuration 500ms must be at least 1s"}},
+		{"fractional lease", lease, "30.5s", []string{"leaseDuration 30.5s must be a whole number of seconds"}},
+		{"retry above renew", retry, "30s", []string{"renewDeadline 25s must exceed 1.2 × retryPeriod 30s = 36s"}},
+		{"renew equal to lease", renew, "30s", []string{"leaseDuration 30s must exceed renewDeadline 30s"}},
+		{"over the upper bound", lease, "2h", []string{"leaseDuration 2h0m0s must be at most 1h0m0s"}},
+		{"leading space", retry, " 10s", []string{`retryPeriod " 10s" is not a duration: leading or trailing white space`}},
+		{"trailing space", retry, "5s ", []string{`retryPeriod "5s " is not a duration: leading or trailing white space`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clearEvents(t)
+			setValue(t, c.setting, c.value)
+			msg := waitEvent(t, c.setting, settings.ReasonRefused, append(c.parts, "still in effect: "+good.String())...)
+			t.Logf("event: %s", msg)
+			if !r.effectiveIs(settings.FleetController, good) {
+				t.Errorf("effective triple changed after %s=%q", c.setting, c.value)
+			}
+			if got := r.Status(settings.FleetController).Refused; got == nil {
+				t.Error("status shows no refusal")
+			}
+			// Not trimmed, not defaulted: the stored value stays as the user wrote it.
+			if s := getSetting(t, c.setting); s.Value != c.value {
+				t.Errorf("value rewritten to %q", s.Value)
+			}
+			setValue(t, c.setting, "")
+			eventually(t, "refusal cleared", func() bool { return r.Status(settings.FleetController).Refused == nil })
+		})
+	}
+	r.assertNotifiedValid(t)
+}
+
+func TestEmptyValueMeansDefault(t *testing.T) {
+	resetSettings(t)
+	r := startProvider(t, cp.Namespace(t), nil)
+	setValue(t, lease, "60s")
+	setValue(t, renew, "50s")
+	setValue(t, retry, "20s")
+	eventually(t, "60/50/20", func() bool { return r.effectiveIs(settings.FleetController, tm("60s", "50s", "20s")) })
+
+	// Empty retry: its default 10s with 60s/50s is valid.
+	setValue(t, retry, "")
+	eventually(t, "60/50/10", func() bool { return r.effectiveIs(settings.FleetController, tm("60s", "50s", "10s")) })
+
+	// Empty lease: its default 30s is not above renew 50s: refused like any invalid value.
+	clearEvents(t)
+	setValue(t, lease, "")
+	waitEvent(t, lease, settings.ReasonRefused, "leaseDuration 30s must exceed renewDeadline 50s")
+	if !r.effectiveIs(settings.FleetController, tm("60s", "50s", "10s")) {
+		t.Error("refused default took effect")
+	}
+}
+
+func TestNoValidTripleAtStartWritesNothing(t *testing.T) {
+	resetSettings(t)
+	c := settingClient(t)
+	// renew deadline 40s with the default lease 30s: never valid.
+	if _, err := c.Create(&v3.Setting{ObjectMeta: metav1.ObjectMeta{Name: renew}, Value: "40s"}); err != nil {
+		t.Fatal(err)
+	}
+	clearEvents(t)
+	ns := cp.Namespace(t)
+	r := startProvider(t, ns, nil)
+	eventually(t, "refused", func() bool { return r.Status(settings.FleetController).Refused != nil })
+	if got, ok := r.Effective(settings.FleetController); ok {
+		t.Errorf("effective triple %s with invalid settings and no state", got)
+	}
+	waitEvent(t, renew, settings.ReasonRefused, "no valid triple is known")
+	if _, ok := r.Effective(settings.FleetAgent); !ok {
+		t.Error("the other component must not be affected")
+	}
+	if strings.Contains(stateConfigMap(t, ns).Data["effective"], string(settings.FleetController)) {
+		t.Error("state records a triple for the controller component")
+	}
+}
+
+// TestRandomEditsNeverPublishInvalidTriple applies random edits (valid,
+// invalid, empty and deletions) one at a time and checks after each that
+// the effective triple is the model's: the new one if it validates, else
+// the last good one; and that no invalid triple was ever published.
+func TestRandomEditsNeverPublishInvalidTriple(t *testing.T) {
+	resetSettings(t)
+	r := startProvider(t, cp.Namespace(t), nil)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+
+	pool := map[string][]string{
+		lease: {"", "10s", "30s", "45s", "60s", "61s", "1.5s", "0s", "2h", " 30s", "x"},
+		renew: {"", "8s", "25s", "30s", "40s", "50s", "-1s", "25"},
+		retry: {"", "1s", "2s", "5s", "10s", "20s", "30s", "0s", "10s\t"},
+	}
+	names := []string{lease, renew, retry}
+	defs := settings.Of(settings.FleetController)
+	current := map[string]string{lease: "", renew: "", retry: ""}
+	model := election.FleetDefaults
+
+	for step := 0; step < 40; step++ {
+		name := names[rng.Intn(3)]
+		if rng.Intn(8) == 0 {
+			// A deletion: restored with the same value, nothing changes.
+			if err := settingClient(t).Delete(name, &metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "restored", func() bool {
+				s, err := settingClient(t).Get(name, metav1.GetOptions{})
+				return err == nil && s.Value == current[name]
+			})
+		} else {
+			v := pool[name][rng.Intn(len(pool[name]))]
+			current[name] = v
+			setValue(t, name, v)
+		}
+		var want [3]settings.Resolved
+		for i, d := range defs {
+			want[i] = settings.Resolve(d, settings.Input{Object: &v3.Setting{Value: current[d.Name]}})
+		}
+		if tmv, err := settings.Evaluate(settings.FleetController, want); err == nil {
+			model = tmv
+		}
+		eventually(t, "edit evaluated", func() bool {
+			return r.inputsAre(settings.FleetController, want[0].Value, want[1].Value, want[2].Value)
+		})
+		if got, ok := r.Effective(settings.FleetController); !ok || got != model {
+			t.Fatalf("step %d (%s): effective %s, model %s", step, strings.Join([]string{current[lease], current[renew], current[retry]}, "|"), got, model)
+		}
+	}
+	r.assertNotifiedValid(t)
+}
