@@ -140,6 +140,12 @@ func TestEnvOverride(t *testing.T) {
 	if err := r2.Set(context.Background(), retry, "3s"); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Errorf("Set on an env-sourced setting: %v, want read-only error", err)
 	}
+	// A direct edit of an env-sourced value is put back; it never takes effect.
+	setValue(t, retry, "3s")
+	eventually(t, "env value put back", func() bool { return getSetting(t, retry).Value == "4s" })
+	if !r2.effectiveIs(settings.FleetController, tm("30s", "25s", "4s")) {
+		t.Error("a direct edit of an env-sourced setting took effect")
+	}
 	r2.stop()
 
 	// Without the env var the user's own value comes back.
@@ -288,4 +294,35 @@ func TestRandomEditsNeverPublishInvalidTriple(t *testing.T) {
 		}
 	}
 	r.assertNotifiedValid(t)
+}
+
+func TestSetWritesOnlyValueAndValidates(t *testing.T) {
+	resetSettings(t)
+	r := startProvider(t, cp.Namespace(t), nil)
+	ctx := context.Background()
+	for _, bad := range []struct{ name, value, part string }{
+		{retry, "30s", "renewDeadline 25s must exceed 1.2 × retryPeriod 30s = 36s"},
+		{retry, "ten", `retryPeriod "ten" is not a duration`},
+		{"no-such-setting", "1s", `unknown setting "no-such-setting"`},
+	} {
+		if err := r.Set(ctx, bad.name, bad.value); err == nil || !strings.Contains(err.Error(), bad.part) {
+			t.Errorf("Set(%s, %q) = %v, want error containing %q", bad.name, bad.value, err, bad.part)
+		}
+	}
+	if v := getSetting(t, retry).Value; v != "" {
+		t.Errorf("a refused Set wrote %q", v)
+	}
+	// Labels and annotations others put on the object survive a Set.
+	s := getSetting(t, retry)
+	s.Labels = map[string]string{"cattle.io/creator": "norman"}
+	if _, err := settingClient(t).Update(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Set(ctx, retry, "5s"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
+	if got := getSetting(t, retry); got.Labels["cattle.io/creator"] != "norman" || got.Value != "5s" {
+		t.Errorf("after Set: labels %v value %q", got.Labels, got.Value)
+	}
 }

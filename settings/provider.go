@@ -1,0 +1,476 @@
+package settings
+
+import (
+	"context"
+	"encoding/json"
+
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/election"
+	mgmtcontrollers "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io/v3"
+)
+
+// FieldManager is the field manager of every write the provider makes.
+const FieldManager = "leasetune-settings"
+
+// Event reasons on Setting objects.
+const (
+	// ReasonRefused: a value was refused; the last good triple stays.
+	ReasonRefused = "TimingsRefused"
+	// ReasonApplied: a new triple took effect.
+	ReasonApplied = "TimingsApplied"
+	// ReasonRestored: a deleted Setting was recreated.
+	ReasonRestored = "SettingRestored"
+)
+
+// ProviderOptions configures a Provider.
+type ProviderOptions struct {
+	// Settings is the wrangler controller of Setting objects: its cache is
+	// read, its client written.
+	Settings mgmtcontrollers.SettingController
+	// ConfigMaps reaches the namespace of the state ConfigMap.
+	ConfigMaps corev1client.ConfigMapsGetter
+	// Namespace and StateName name the ConfigMap that holds the durable
+	// State (default name "leasetune-state").
+	Namespace string
+	StateName string
+	// Recorder records Events on Setting objects.
+	Recorder record.EventRecorder
+	// LookupEnv reads the env overrides; os.LookupEnv when nil.
+	LookupEnv func(string) (string, bool)
+	// Log receives structured logs; slog.Default() when nil.
+	Log *slog.Logger
+}
+
+// ComponentStatus is the provider's view of one component, for logs,
+// metrics and tests.
+type ComponentStatus struct {
+	// Inputs are the three resolved values last evaluated (order of Of).
+	Inputs [3]Resolved
+	// Effective is the triple in effect; valid only when HasEffective.
+	Effective    election.Timings
+	HasEffective bool
+	// Refused is why Inputs did not take effect; nil when they did.
+	Refused error
+}
+
+// Provider keeps the six Setting objects in place and resolves them into
+// the effective triples. It implements Triples. Every method is safe for
+// concurrent use. Writes happen only after Register, on the leader.
+type Provider struct {
+	opts ProviderOptions
+	log  *slog.Logger
+
+	syncMu sync.Mutex // serialises sync
+
+	mu        sync.RWMutex // guards the fields below
+	state     State        // as last persisted
+	status    map[Component]ComponentStatus
+	refused   map[Component]string // key of the last refusal reported
+	listeners []func()
+	stateCM   *corev1.ConfigMap // last read or written state ConfigMap
+}
+
+var _ Triples = (*Provider)(nil)
+
+// NewProvider returns a Provider; call Register before starting the
+// Settings controller's factory.
+func NewProvider(opts ProviderOptions) *Provider {
+	if opts.StateName == "" {
+		opts.StateName = "leasetune-state"
+	}
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	return &Provider{
+		opts:    opts,
+		log:     opts.Log.With("component", "settings"),
+		status:  map[Component]ComponentStatus{},
+		refused: map[Component]string{},
+	}
+}
+
+// Register loads the durable state, seeds the effective triples from it,
+// creates the missing Setting objects (with the users' remembered values)
+// and registers the handler that keeps everything current. It returns an
+// error when the state ConfigMap cannot be read or an object cannot be
+// created; an unreadable stored triple is only logged.
+func (p *Provider) Register(ctx context.Context) error {
+	if err := p.loadState(ctx); err != nil {
+		return err
+	}
+	for _, d := range Registry {
+		if err := p.ensureExists(ctx, d); err != nil {
+			return err
+		}
+	}
+	p.opts.Settings.OnChange(ctx, "leasetune-settings", func(key string, s *v3.Setting) (*v3.Setting, error) {
+		if _, ok := Lookup(key); !ok {
+			return s, nil
+		}
+		return s, p.sync(ctx)
+	})
+	return nil
+}
+
+// Effective implements Triples.
+func (p *Provider) Effective(c Component) (election.Timings, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	t, ok := p.state.Effective[c]
+	return t, ok
+}
+
+// OnChange implements Triples.
+func (p *Provider) OnChange(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.listeners = append(p.listeners, f)
+}
+
+// Status returns the provider's view of component c.
+func (p *Provider) Status(c Component) ComponentStatus {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	st := p.status[c]
+	st.Effective, st.HasEffective = p.state.Effective[c]
+	return st
+}
+
+// loadState reads the state ConfigMap; a missing one is an empty state.
+func (p *Provider) loadState(ctx context.Context) error {
+	cm, err := p.opts.ConfigMaps.ConfigMaps(p.opts.Namespace).Get(ctx, p.opts.StateName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		cm = nil
+	case err != nil:
+		return fmt.Errorf("read state ConfigMap %s/%s: %w", p.opts.Namespace, p.opts.StateName, err)
+	}
+	var data map[string]string
+	if cm != nil {
+		data = cm.Data
+	}
+	st, derr := decodeState(data)
+	if derr != nil {
+		p.log.Error("durable state partly unreadable", "configmap", p.opts.Namespace+"/"+p.opts.StateName, "error", derr)
+	}
+	p.mu.Lock()
+	p.state, p.stateCM = st, cm
+	p.mu.Unlock()
+	for _, c := range Components {
+		if t, ok := st.Effective[c]; ok {
+			p.log.Info("last good triple loaded from state", "setting-component", c, "timings", t.String())
+		}
+	}
+	return nil
+}
+
+// input gathers the Input of setting d from the cache, the env and the state.
+func (p *Provider) input(d Definition) (Input, error) {
+	var in Input
+	obj, err := p.opts.Settings.Cache().Get(d.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return in, err
+	default:
+		in.Object = obj
+	}
+	in.Env, in.EnvSet = p.opts.LookupEnv(d.EnvVar())
+	p.mu.RLock()
+	in.Remembered, in.RememberedSet = p.state.Values[d.Name]
+	p.mu.RUnlock()
+	return in, nil
+}
+
+// ensureExists creates the Setting object of d when the API server has
+// none, with the env value or the user's remembered value. It reads the
+// API server, not the cache, because it runs before the cache starts.
+func (p *Provider) ensureExists(ctx context.Context, d Definition) error {
+	_, err := p.opts.Settings.Get(d.Name, metav1.GetOptions{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	in := Input{}
+	in.Env, in.EnvSet = p.opts.LookupEnv(d.EnvVar())
+	p.mu.RLock()
+	in.Remembered, in.RememberedSet = p.state.Values[d.Name]
+	p.mu.RUnlock()
+	_, err = p.create(d, in)
+	return err
+}
+
+// create creates the Setting object of d as Desired computes it. It
+// reports false when another writer created it first (the next sync then
+// reconciles it).
+func (p *Provider) create(d Definition, in Input) (bool, error) {
+	obj, _ := Desired(d, in)
+	_, err := p.opts.Settings.Create(obj)
+	if apierrors.IsAlreadyExists(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("create setting %s: %w", d.Name, err)
+	}
+	p.log.Info("setting created", "setting", d.Name, "value", obj.Value, "source", obj.Source)
+	return true, nil
+}
+
+// sync gathers every setting from the cache, keeps the objects and the
+// durable state current, evaluates both components and publishes changed
+// triples. Invalid input is reported once and not retried; write errors
+// are returned for the work queue to retry.
+func (p *Provider) sync(ctx context.Context) error {
+	p.syncMu.Lock()
+	defer p.syncMu.Unlock()
+
+	inputs := map[string]Input{}
+	for _, d := range Registry {
+		in, err := p.input(d)
+		if err != nil {
+			return err
+		}
+		inputs[d.Name] = in
+	}
+
+	// Objects: restore deleted ones, keep default, source and customized current.
+	for _, d := range Registry {
+		in := inputs[d.Name]
+		if in.Object == nil {
+			created, err := p.create(d, in)
+			if err != nil {
+				return err
+			}
+			if !created {
+				continue
+			}
+			p.event(d.Name, "", corev1.EventTypeNormal, ReasonRestored,
+				fmt.Sprintf("Setting %s was deleted and has been restored with value %q", d.Name, Resolve(d, in).Value))
+			continue
+		}
+		if _, patch := Desired(d, in); patch != nil {
+			if err := p.patch(d.Name, patch); err != nil {
+				return err
+			}
+		}
+	}
+
+	// State: the users' values and the triples that validate.
+	p.mu.RLock()
+	next := p.state.clone()
+	p.mu.RUnlock()
+	for _, d := range Registry {
+		if v, ok := Remember(inputs[d.Name]); ok {
+			next.Values[d.Name] = v
+		}
+	}
+	statuses := map[Component]ComponentStatus{}
+	var applied []Component
+	for _, c := range Components {
+		var vals [3]Resolved
+		for i, d := range Of(c) {
+			vals[i] = Resolve(d, inputs[d.Name])
+		}
+		t, err := Evaluate(c, vals)
+		statuses[c] = ComponentStatus{Inputs: vals, Refused: err}
+		if err == nil {
+			if old, ok := next.Effective[c]; !ok || old != t {
+				next.Effective[c] = t
+				applied = append(applied, c)
+			}
+		}
+	}
+	if err := p.persist(ctx, next); err != nil {
+		return err
+	}
+
+	p.mu.Lock()
+	p.state = next
+	for c, st := range statuses {
+		p.status[c] = st
+	}
+	listeners := append([]func(){}, p.listeners...)
+	p.mu.Unlock()
+
+	for _, c := range Components {
+		p.report(c, statuses[c], next)
+	}
+	for _, c := range applied {
+		t := next.Effective[c]
+		p.log.Info("timings applied", "setting-component", c, "timings", t.String())
+		for _, d := range Of(c) {
+			p.event(d.Name, "", corev1.EventTypeNormal, ReasonApplied, fmt.Sprintf("%s now in effect for %s", t, c))
+		}
+	}
+	if len(applied) > 0 {
+		for _, f := range listeners {
+			f()
+		}
+	}
+	return nil
+}
+
+// report logs and records a refusal once per distinct input, and forgets
+// it when the input becomes valid.
+func (p *Provider) report(c Component, st ComponentStatus, s State) {
+	if st.Refused == nil {
+		p.mu.Lock()
+		delete(p.refused, c)
+		p.mu.Unlock()
+		return
+	}
+	key := fmt.Sprint(st.Inputs)
+	p.mu.Lock()
+	seen := p.refused[c] == key
+	p.refused[c] = key
+	p.mu.Unlock()
+	if seen {
+		return
+	}
+	keep := "no valid triple is known, so nothing is propagated for " + string(c)
+	if t, ok := s.Effective[c]; ok {
+		keep = "still in effect: " + t.String()
+	}
+	defs := Of(c)
+	var parts []string
+	for i, d := range defs {
+		parts = append(parts, fmt.Sprintf("%s=%q", d.Name, st.Inputs[i].Value))
+	}
+	msg := fmt.Sprintf("refused %s: %v; %s", strings.Join(parts, " "), st.Refused, keep)
+	p.log.Error("timings refused", "setting-component", c, "values", strings.Join(parts, " "), "error", st.Refused.Error(), "kept", keep)
+	last, hasLast := s.Effective[c]
+	for i, d := range defs {
+		// Put the Event on the settings whose value is not the one in effect.
+		if hasLast {
+			if dur, err := election.ParseDuration(d.Field, st.Inputs[i].Value); err == nil && dur == last.Get(d.Field) {
+				continue
+			}
+		}
+		p.event(d.Name, "", corev1.EventTypeWarning, ReasonRefused, msg)
+	}
+}
+
+// patch applies a JSON merge patch to the Setting called name.
+func (p *Provider) patch(name string, patch map[string]interface{}) error {
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	if _, err := p.opts.Settings.Patch(name, types.MergePatchType, body); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile: the next sync restores it
+		}
+		return fmt.Errorf("patch setting %s: %w", name, err)
+	}
+	p.log.Info("setting updated", "setting", name, "patch", string(body))
+	return nil
+}
+
+// persist writes s to the state ConfigMap when it differs from what is
+// stored, with optimistic concurrency; on a conflict it rereads and retries
+// once (the provider is the only writer, on the leader).
+func (p *Provider) persist(ctx context.Context, s State) error {
+	p.mu.RLock()
+	same := p.state.equal(s) && p.stateCM != nil
+	cm := p.stateCM
+	p.mu.RUnlock()
+	if same {
+		return nil
+	}
+	data, err := s.encode()
+	if err != nil {
+		return err
+	}
+	cms := p.opts.ConfigMaps.ConfigMaps(p.opts.Namespace)
+	for attempt := 0; attempt < 2; attempt++ {
+		var out *corev1.ConfigMap
+		if cm == nil {
+			out, err = cms.Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: p.opts.StateName, Namespace: p.opts.Namespace,
+					Labels: map[string]string{"app.kubernetes.io/managed-by": "leasetune"}},
+				Data: data,
+			}, metav1.CreateOptions{FieldManager: FieldManager})
+		} else {
+			upd := cm.DeepCopy()
+			upd.Data = data
+			out, err = cms.Update(ctx, upd, metav1.UpdateOptions{FieldManager: FieldManager})
+		}
+		if err == nil {
+			p.mu.Lock()
+			p.stateCM = out
+			p.mu.Unlock()
+			return nil
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			break
+		}
+		cm, err = cms.Get(ctx, p.opts.StateName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			cm, err = nil, nil
+		}
+		if err != nil {
+			break
+		}
+	}
+	return fmt.Errorf("write state ConfigMap %s/%s: %w", p.opts.Namespace, p.opts.StateName, err)
+}
+
+// event records an Event on the cluster-scoped Setting called name.
+func (p *Provider) event(name string, uid types.UID, eventType, reason, msg string) {
+	if p.opts.Recorder == nil {
+		return
+	}
+	if uid == "" {
+		if obj, err := p.opts.Settings.Cache().Get(name); err == nil {
+			uid = obj.UID
+		}
+	}
+	ref := &corev1.ObjectReference{APIVersion: v3.SchemeGroupVersion.String(), Kind: "Setting", Name: name, UID: uid}
+	p.opts.Recorder.Event(ref, eventType, reason, msg)
+}
+
+// Set changes the value of the setting called name, as Rancher's settings
+// API does, after checking that the component's triple stays valid with
+// the other two current values. It writes only the object's value (a JSON
+// merge patch). Errors: an unknown name; a setting set from env (read-only);
+// a value that does not parse or makes the triple invalid.
+func (p *Provider) Set(ctx context.Context, name, value string) error {
+	d, ok := Lookup(name)
+	if !ok {
+		return fmt.Errorf("unknown setting %q", name)
+	}
+	if _, env := p.opts.LookupEnv(d.EnvVar()); env {
+		return fmt.Errorf("setting %s is set by the env var %s and is read-only", name, d.EnvVar())
+	}
+	var vals [3]Resolved
+	for i, od := range Of(d.Component) {
+		if od.Name == name {
+			vals[i] = Resolve(od, Input{Object: &v3.Setting{Value: value}})
+			continue
+		}
+		in, err := p.input(od)
+		if err != nil {
+			return err
+		}
+		vals[i] = Resolve(od, in)
+	}
+	if _, err := Evaluate(d.Component, vals); err != nil {
+		return err
+	}
+	return p.patch(name, map[string]interface{}{"value": value})
+}

@@ -1,0 +1,93 @@
+package settings
+
+import (
+	"strings"
+
+	"leasetune.io/leasetune/pkg/election"
+)
+
+// Component is a group of processes that share one timing triple, set by
+// three settings.
+type Component string
+
+const (
+	// FleetController is fleet-controller (with fleet-cleanup and
+	// fleet-agentmanagement), gitjob and helmops, which read
+	// CATTLE_ELECTION_*: the fleet-leader-election-* settings.
+	FleetController Component = "fleet-controller"
+	// FleetAgent is every fleet-agent: the fleet-agent-leader-election-*
+	// settings.
+	FleetAgent Component = "fleet-agent"
+)
+
+// Components lists the components in a fixed order.
+var Components = [2]Component{FleetController, FleetAgent}
+
+// Definition declares one setting: its name, default and description, and
+// the component and field of the triple it sets.
+type Definition struct {
+	// Name is the Setting object's name, e.g. "fleet-leader-election-retry-period".
+	Name string
+	// Default is the value that applies when the Setting's value is empty.
+	Default string
+	// Description says in one line what the setting does.
+	Description string
+	// Component is the component whose triple the setting belongs to.
+	Component Component
+	// Field is the field of the triple the setting sets.
+	Field election.Field
+}
+
+// EnvVar returns the name of the env var that overrides the setting on the
+// project's pod: "CATTLE_" and the name in upper snake case, as Rancher's
+// settings.GetEnvKey does, e.g. CATTLE_FLEET_LEADER_ELECTION_RETRY_PERIOD.
+func (d Definition) EnvVar() string {
+	return "CATTLE_" + strings.ToUpper(strings.ReplaceAll(d.Name, "-", "_"))
+}
+
+func define(c Component, f election.Field, name string, def election.Timings, desc string) Definition {
+	return Definition{Name: name, Default: election.FormatDuration(def.Get(f)), Description: desc, Component: c, Field: f}
+}
+
+// Registry declares the six settings, in a fixed order: the Fleet
+// controllers' lease duration, renew deadline and retry period, then the
+// Fleet agents'. The defaults are Fleet's own since v0.10 (30s/25s/10s).
+var Registry = [6]Definition{
+	define(FleetController, election.LeaseDuration, "fleet-leader-election-lease-duration", election.FleetDefaults,
+		"How long a Fleet controller candidate waits before taking over an unrenewed lock (CATTLE_ELECTION_LEASE_DURATION)."),
+	define(FleetController, election.RenewDeadline, "fleet-leader-election-renew-deadline", election.FleetDefaults,
+		"How long the Fleet controller leader retries a renewal before giving up leadership (CATTLE_ELECTION_RENEW_DEADLINE)."),
+	define(FleetController, election.RetryPeriod, "fleet-leader-election-retry-period", election.FleetDefaults,
+		"How often the Fleet controllers renew or poll their locks (CATTLE_ELECTION_RETRY_PERIOD)."),
+	define(FleetAgent, election.LeaseDuration, "fleet-agent-leader-election-lease-duration", election.FleetDefaults,
+		"How long a fleet-agent candidate waits before taking over an unrenewed lock, in every downstream cluster."),
+	define(FleetAgent, election.RenewDeadline, "fleet-agent-leader-election-renew-deadline", election.FleetDefaults,
+		"How long the fleet-agent leader retries a renewal before giving up leadership, in every downstream cluster."),
+	define(FleetAgent, election.RetryPeriod, "fleet-agent-leader-election-retry-period", election.FleetDefaults,
+		"How often fleet-agents renew or poll their locks, in every downstream cluster."),
+}
+
+// Lookup returns the definition of the setting called name.
+func Lookup(name string) (Definition, bool) {
+	for _, d := range Registry {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Definition{}, false
+}
+
+// Of returns the three definitions of component c in the fixed field order.
+func Of(c Component) [3]Definition {
+	var out [3]Definition
+	for _, d := range Registry {
+		if d.Component == c {
+			for i, f := range election.Fields {
+				if f == d.Field {
+					out[i] = d
+				}
+			}
+		}
+	}
+	return out
+}
