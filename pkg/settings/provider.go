@@ -19,6 +19,7 @@ import (
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/metrics"
 	mgmtcontrollers "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io/v3"
 )
 
@@ -313,6 +314,7 @@ func (p *Provider) sync(ctx context.Context) error {
 	for _, c := range applied {
 		t := next.Effective[c]
 		p.log.Info("timings applied", "setting-component", c, "timings", t.String())
+		metrics.SettingsApplied.WithLabelValues(string(c)).Inc()
 		for _, d := range Of(c) {
 			p.event(d.Name, "", corev1.EventTypeNormal, ReasonApplied, fmt.Sprintf("%s now in effect for %s", t, c))
 		}
@@ -342,6 +344,7 @@ func (p *Provider) report(c Component, st ComponentStatus, s State) {
 	if seen {
 		return
 	}
+	metrics.SettingsRefused.WithLabelValues(string(c)).Inc()
 	keep := "no valid triple is known, so nothing is propagated for " + string(c)
 	if t, ok := s.Effective[c]; ok {
 		keep = "still in effect: " + t.String()

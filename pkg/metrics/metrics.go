@@ -1,0 +1,50 @@
+// Package metrics defines the project's Prometheus metrics, registered on
+// Registry and served by the controller binary on /metrics.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Registry holds every metric of the project plus the Go and process
+// collectors.
+var Registry = prometheus.NewRegistry()
+
+var (
+	// SettingsApplied counts triples that took effect, per component.
+	SettingsApplied = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "leasetune_settings_applied_total",
+		Help: "Leader-election triples that validated and took effect, per component.",
+	}, []string{"component"})
+	// SettingsRefused counts refused setting changes, per component and rule.
+	SettingsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "leasetune_settings_refused_total",
+		Help: "Setting changes refused because the resulting triple was invalid, per component.",
+	}, []string{"component"})
+	// Writes counts the writes the controllers made, per target kind.
+	Writes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "leasetune_writes_total",
+		Help: "Writes made to propagate timings, per target kind (deployment, rancher-config, cluster).",
+	}, []string{"target"})
+	// AgentChannel is 1 for the detected Fleet agent channel and 0 for the others.
+	AgentChannel = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "leasetune_fleet_agent_channel",
+		Help: "The channel through which fleet-agents get their timings (1 for the detected one).",
+	}, []string{"channel"})
+	// InvalidClusters is the number of clusters whose effective triple is invalid.
+	InvalidClusters = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "leasetune_clusters_invalid",
+		Help: "Downstream clusters whose overrides make an invalid triple (left as they were).",
+	})
+	// PropagationSeconds is how long the last propagation of a changed triple took.
+	PropagationSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "leasetune_last_propagation_duration_seconds",
+		Help: "Seconds from a triple change to the last write it caused, per controller.",
+	}, []string{"controller"})
+)
+
+func init() {
+	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		SettingsApplied, SettingsRefused, Writes, AgentChannel, InvalidClusters, PropagationSeconds)
+}
