@@ -9,6 +9,7 @@ require (
 	github.com/rancher/norman v0.0.0-20230222213531-275a3e921940
 	github.com/rancher/wrangler/v2 v2.1.2
 	github.com/spf13/cobra v1.10.2
+	gopkg.in/yaml.v3 v3.0.1
 	k8s.io/api v0.28.15
 	k8s.io/apiextensions-apiserver v0.28.9
 	k8s.io/apimachinery v0.28.15
@@ -66,7 +67,6 @@ require (
 	google.golang.org/protobuf v1.33.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/code-generator v0.28.9 // indirect
 	k8s.io/gengo v0.0.0-20220902162205-c0856e24416d // indirect
 	k8s.io/klog/v2 v2.100.1 // indirect

@@ -81,9 +81,14 @@ type Detection struct {
 //     we first detected (recorded; we write them only on v0.13+), else
 //     v0.13+;
 //  4. no FLEET_AGENT_ELECTION_*, but CATTLE_ELECTION_* on the
-//     fleet-controller container: v0.10-v0.12, taken as v0.12 (not
-//     certain: v0.10-v0.11 agents run no election and render the same);
-//  5. neither: v0.9.
+//     fleet-controller container managed by another field manager (the
+//     chart of v0.10+ set them): v0.10-v0.12, taken as v0.12 (not certain:
+//     v0.10-v0.11 agents run no election and render the same);
+//  5. CATTLE_ELECTION_* managed only by us: the recorded channel;
+//  6. otherwise: v0.9, whose chart sets no election env.
+//
+// A field manager keeps a list entry it created even after another one
+// changed the entry's value, so rules 2 and 4 hold after our own writes.
 func DetectChannel(d *appsv1.Deployment, ownManager string, recorded AgentChannel) Detection {
 	var ctrl, am *corev1.Container
 	for i := range d.Spec.Template.Spec.Containers {
@@ -110,9 +115,14 @@ func DetectChannel(d *appsv1.Deployment, ownManager string, recorded AgentChanne
 		return Detection{Channel: ChannelAgentManagement, Evidence: "FLEET_AGENT_ELECTION_* present", Certain: true}
 	}
 	if ctrl != nil && hasAny(ctrl.Env, election.CattlePrefix) {
-		return Detection{Channel: ChannelClusterEnvV012, Evidence: "CATTLE_ELECTION_* without FLEET_AGENT_ELECTION_*: Fleet v0.10-v0.12, taken as v0.12", Certain: false}
+		if managedByOther(d, ctrl.Name, election.CattlePrefix, ownManager) {
+			return Detection{Channel: ChannelClusterEnvV012, Evidence: "CATTLE_ELECTION_* set by the Fleet chart without FLEET_AGENT_ELECTION_*: Fleet v0.10-v0.12, taken as v0.12", Certain: false}
+		}
+		if recorded != "" {
+			return Detection{Channel: recorded, Evidence: "recorded at first detection", Certain: true}
+		}
 	}
-	return Detection{Channel: ChannelClusterEnvV09, Evidence: "no election env: Fleet v0.9", Certain: true}
+	return Detection{Channel: ChannelClusterEnvV09, Evidence: "no election env set by the Fleet chart: Fleet v0.9", Certain: true}
 }
 
 func channelOfVersion(major, minor int) AgentChannel {

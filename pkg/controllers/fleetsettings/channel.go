@@ -1,0 +1,140 @@
+package fleetsettings
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/metrics"
+)
+
+// ChannelConfigMapName is the ConfigMap, in the project's namespace, that
+// records the detected Fleet agent channel (keys "channel" and "evidence").
+const ChannelConfigMapName = "leasetune-fleet-channel"
+
+// Channels offers the detected Fleet agent channel to the agentenv
+// controller.
+type Channels interface {
+	// Channel returns the agent channel, and false while it is unknown
+	// (no fleet-controller Deployment seen yet and nothing recorded).
+	Channel() (fleet.AgentChannel, bool)
+	// OnChannelChange registers f, called without locks after the channel
+	// changed. f must not block.
+	OnChannelChange(f func())
+}
+
+// channelRecord keeps the detected channel in memory and in its ConfigMap.
+type channelRecord struct {
+	client    corev1client.ConfigMapsGetter
+	namespace string
+	override  fleet.AgentChannel
+
+	mu        sync.RWMutex
+	channel   fleet.AgentChannel // recorded or detected; "" when unknown
+	evidence  string
+	cm        *corev1.ConfigMap
+	listeners []func()
+}
+
+// load reads the recorded channel; a missing ConfigMap records nothing.
+func (r *channelRecord) load(ctx context.Context) error {
+	cm, err := r.client.ConfigMaps(r.namespace).Get(ctx, ChannelConfigMapName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s/%s: %w", r.namespace, ChannelConfigMapName, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cm = cm
+	if ch, err := fleet.ParseChannel(cm.Data["channel"]); err == nil {
+		r.channel, r.evidence = ch, cm.Data["evidence"]
+	}
+	return nil
+}
+
+// Channel implements Channels; the flag override wins over detection.
+func (r *channelRecord) Channel() (fleet.AgentChannel, bool) {
+	if r.override != "" {
+		return r.override, true
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.channel, r.channel != ""
+}
+
+// recorded returns the channel recorded so far (not the override).
+func (r *channelRecord) recorded() fleet.AgentChannel {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.channel
+}
+
+// OnChannelChange implements Channels.
+func (r *channelRecord) OnChannelChange(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.listeners = append(r.listeners, f)
+}
+
+// set records a detection, writing the ConfigMap before the new channel is
+// used; it reports whether the channel changed.
+func (r *channelRecord) set(ctx context.Context, d fleet.Detection) (bool, error) {
+	r.mu.RLock()
+	same := r.channel == d.Channel // a new reason for the same channel is not worth a write
+	cm := r.cm
+	r.mu.RUnlock()
+	if same {
+		return false, nil
+	}
+	data := map[string]string{"channel": string(d.Channel), "evidence": d.Evidence}
+	cms := r.client.ConfigMaps(r.namespace)
+	var out *corev1.ConfigMap
+	var err error
+	if cm == nil {
+		out, err = cms.Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: ChannelConfigMapName, Namespace: r.namespace,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "leasetune"}},
+			Data: data,
+		}, metav1.CreateOptions{FieldManager: FieldManager})
+	} else {
+		upd := cm.DeepCopy()
+		upd.Data = data
+		out, err = cms.Update(ctx, upd, metav1.UpdateOptions{FieldManager: FieldManager})
+	}
+	if err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			_ = r.load(ctx) // the retry starts from the stored record
+		}
+		return false, fmt.Errorf("record fleet agent channel: %w", err)
+	}
+	r.mu.Lock()
+	changed := r.channel != d.Channel
+	r.channel, r.evidence, r.cm = d.Channel, d.Evidence, out
+	listeners := append([]func(){}, r.listeners...)
+	r.mu.Unlock()
+	setChannelMetric(d.Channel)
+	if changed && r.override == "" {
+		for _, f := range listeners {
+			f()
+		}
+	}
+	return changed, nil
+}
+
+func setChannelMetric(ch fleet.AgentChannel) {
+	for _, c := range fleet.Channels {
+		v := 0.0
+		if c == ch {
+			v = 1
+		}
+		metrics.AgentChannel.WithLabelValues(string(c)).Set(v)
+	}
+}

@@ -1,0 +1,211 @@
+package fleetsettings
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	appscontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/apps/v1"
+	corecontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/core/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+// FieldManager is the field manager of every write this controller makes.
+const FieldManager = "leasetune"
+
+// Options configures Register.
+type Options struct {
+	// Namespace is the Fleet system namespace (cattle-fleet-system).
+	Namespace string
+	// RancherNamespace holds the ConfigMap rancher-config (cattle-system).
+	RancherNamespace string
+	// StateNamespace is the project's own namespace, where the detected
+	// channel is recorded.
+	StateNamespace string
+	// ChannelOverride, when set, replaces detection (--fleet-agent-channel).
+	ChannelOverride fleet.AgentChannel
+
+	// Deployments is a wrangler controller whose informer watches Namespace.
+	Deployments appscontrollers.DeploymentController
+	// ConfigMaps is a wrangler controller whose informer watches RancherNamespace.
+	ConfigMaps corecontrollers.ConfigMapController
+	// Client makes the writes, with FieldManager.
+	Client kubernetes.Interface
+	// Triples gives the effective triples.
+	Triples settings.Triples
+	// Recorder records Events; may be nil.
+	Recorder record.EventRecorder
+	// Log receives structured logs; slog.Default() when nil.
+	Log *slog.Logger
+}
+
+// Controller converges the Fleet Deployments' env and the Fleet chart
+// values in rancher-config on the effective triples. It implements Channels.
+type Controller struct {
+	opts Options
+	log  *slog.Logger
+	*channelRecord
+
+	mu       sync.Mutex
+	changeAt time.Time // when the triples last changed, for the propagation metric
+}
+
+// Register loads the recorded channel and registers the handlers; start the
+// factories of opts.Deployments and opts.ConfigMaps afterwards.
+func Register(ctx context.Context, opts Options) (*Controller, error) {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	c := &Controller{
+		opts: opts,
+		log:  opts.Log.With("controller", "fleetsettings"),
+		channelRecord: &channelRecord{
+			client: opts.Client.CoreV1(), namespace: opts.StateNamespace, override: opts.ChannelOverride,
+		},
+	}
+	if err := c.channelRecord.load(ctx); err != nil {
+		return nil, err
+	}
+	if ch, ok := c.Channel(); ok {
+		setChannelMetric(ch)
+		c.log.Info("fleet agent channel", "channel", ch, "override", opts.ChannelOverride != "")
+	}
+	opts.Deployments.OnChange(ctx, "leasetune-fleet-env", func(_ string, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+		return d, c.syncDeployment(ctx, d)
+	})
+	opts.ConfigMaps.OnChange(ctx, "leasetune-rancher-config", func(_ string, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+		return cm, c.syncRancherConfig(ctx, cm)
+	})
+	opts.Triples.OnChange(func() {
+		c.mu.Lock()
+		c.changeAt = time.Now()
+		c.mu.Unlock()
+		c.EnqueueAll()
+	})
+	return c, nil
+}
+
+// EnqueueAll re-enqueues every Deployment in the Fleet namespace and the
+// rancher-config ConfigMap.
+func (c *Controller) EnqueueAll() {
+	ds, err := c.opts.Deployments.Cache().List(c.opts.Namespace, labels.Everything())
+	if err != nil {
+		c.log.Error("list deployments from cache", "error", err)
+	}
+	for _, d := range ds {
+		c.opts.Deployments.Enqueue(d.Namespace, d.Name)
+	}
+	c.opts.ConfigMaps.Enqueue(c.opts.RancherNamespace, RancherConfigName)
+}
+
+// inputs gathers the effective triples and the channel.
+func (c *Controller) inputs() Inputs {
+	var in Inputs
+	in.Controller, in.ControllerOK = c.opts.Triples.Effective(settings.FleetController)
+	in.Agent, in.AgentOK = c.opts.Triples.Effective(settings.FleetAgent)
+	in.Channel, _ = c.Channel()
+	return in
+}
+
+// syncDeployment detects the channel from fleet-controller (before any
+// write to it) and writes the owned env entries that differ.
+func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) error {
+	if d == nil || d.Namespace != c.opts.Namespace || !fleet.IsTarget(d) {
+		return nil
+	}
+	if d.Name == fleet.ControllerDeployment {
+		det := fleet.DetectChannel(d, FieldManager, c.recorded())
+		changed, err := c.set(ctx, det)
+		if err != nil {
+			return err
+		}
+		if changed {
+			c.log.Info("fleet agent channel detected", "channel", det.Channel, "evidence", det.Evidence,
+				"certain", det.Certain, "override", c.opts.ChannelOverride)
+		}
+	}
+	in := c.inputs()
+	changes := Desired(d, in)
+	if len(changes) == 0 {
+		return nil
+	}
+	body, err := PatchBody(d, changes)
+	if err != nil {
+		return err
+	}
+	_, err = c.opts.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.StrategicMergePatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("patch deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	c.wrote("deployment")
+	c.log.Info("deployment env updated", "deployment", d.Namespace+"/"+d.Name, "patch", string(body))
+	return nil
+}
+
+// syncRancherConfig keeps leaderElection.* and agent.leaderElection.* under
+// the fleet key of rancher-config equal to the effective triples. A value
+// that is not a YAML mapping is reported and left alone.
+func (c *Controller) syncRancherConfig(ctx context.Context, cm *corev1.ConfigMap) error {
+	if cm == nil || cm.Namespace != c.opts.RancherNamespace || cm.Name != RancherConfigName {
+		return nil
+	}
+	in := c.inputs()
+	merged, changed, err := MergeChartValues(cm.Data[RancherConfigKey], in.Controller, in.ControllerOK, in.Agent, in.AgentOK)
+	if err != nil {
+		c.log.Error("rancher-config left alone", "configmap", cm.Namespace+"/"+cm.Name, "error", err)
+		if c.opts.Recorder != nil {
+			c.opts.Recorder.Event(cm, corev1.EventTypeWarning, "FleetValuesUnreadable", err.Error()+"; leasetune leaves it alone")
+		}
+		return nil
+	}
+	if !changed {
+		return nil
+	}
+	// A merge patch of the one key, with the resourceVersion read: a
+	// concurrent edit makes it fail with a conflict and the retry starts
+	// from the fresh object.
+	body, err := json.Marshal(map[string]interface{}{
+		"metadata": map[string]interface{}{"resourceVersion": cm.ResourceVersion},
+		"data":     map[string]string{RancherConfigKey: merged},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = c.opts.Client.CoreV1().ConfigMaps(cm.Namespace).Patch(ctx, cm.Name, types.MergePatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patch %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	c.wrote("rancher-config")
+	c.log.Info("fleet chart values updated", "configmap", cm.Namespace+"/"+cm.Name)
+	return nil
+}
+
+// wrote counts a write and updates the propagation metric.
+func (c *Controller) wrote(target string) {
+	metrics.Writes.WithLabelValues(target).Inc()
+	c.mu.Lock()
+	at := c.changeAt
+	c.mu.Unlock()
+	if !at.IsZero() {
+		metrics.PropagationSeconds.WithLabelValues("fleetsettings").Set(time.Since(at).Seconds())
+	}
+}

@@ -1,0 +1,120 @@
+package fleetsettings
+
+import (
+	"bytes"
+	"fmt"
+
+	"gopkg.in/yaml.v3"
+
+	"leasetune.io/leasetune/pkg/election"
+)
+
+// Rancher keeps the values it installs the Fleet chart with under this key
+// of the ConfigMap cattle-system/rancher-config.
+const (
+	RancherConfigName = "rancher-config"
+	RancherConfigKey  = "fleet"
+	// DefaultRancherNamespace is Rancher's namespace.
+	DefaultRancherNamespace = "cattle-system"
+)
+
+// chart value keys of a triple, in the order election.Fields.
+var valueKeys = [3]string{"leaseDuration", "renewDeadline", "retryPeriod"}
+
+// MergeChartValues sets leaderElection.* to ctrl and agent.leaderElection.*
+// to agent (each only when its ok flag is set) in the Fleet chart values
+// YAML doc, and touches nothing else: other keys, their order and comments
+// stay. A key whose value already parses to the right duration is kept as
+// written. It returns the new document and whether anything changed; an
+// error when doc is not a YAML mapping (then it must not be touched).
+func MergeChartValues(doc string, ctrl election.Timings, ctrlOK bool, agent election.Timings, agentOK bool) (string, bool, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(doc), &root); err != nil {
+		return "", false, fmt.Errorf("%s: %s is not YAML: %w", RancherConfigName, RancherConfigKey, err)
+	}
+	if root.Kind == 0 { // empty document
+		root = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}}
+	}
+	top := root.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return "", false, fmt.Errorf("%s: %s is not a YAML mapping", RancherConfigName, RancherConfigKey)
+	}
+	changed := false
+	if ctrlOK {
+		le, err := child(top, "leaderElection")
+		if err != nil {
+			return "", false, err
+		}
+		changed = setTriple(le, ctrl) || changed
+	}
+	if agentOK {
+		ag, err := child(top, "agent")
+		if err != nil {
+			return "", false, err
+		}
+		le, err := child(ag, "leaderElection")
+		if err != nil {
+			return "", false, err
+		}
+		changed = setTriple(le, agent) || changed
+	}
+	if !changed {
+		return doc, false, nil
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&root); err != nil {
+		return "", false, err
+	}
+	return buf.String(), true, nil
+}
+
+// child returns the mapping under key in m, adding an empty one at the end
+// when key is missing or null; an error when it holds something else.
+func child(m *yaml.Node, key string) (*yaml.Node, error) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			v := m.Content[i+1]
+			if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+				*v = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			}
+			if v.Kind != yaml.MappingNode {
+				return nil, fmt.Errorf("%s: %s.%s is not a mapping", RancherConfigName, RancherConfigKey, key)
+			}
+			return v, nil
+		}
+	}
+	v := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
+	return v, nil
+}
+
+// setTriple sets the three duration keys of m to t, keeping a key whose
+// value already parses to the right duration; it reports a change.
+func setTriple(m *yaml.Node, t election.Timings) bool {
+	changed := false
+	for i, f := range election.Fields {
+		want := election.FormatDuration(t.Get(f))
+		found := false
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			if m.Content[j].Value != valueKeys[i] {
+				continue
+			}
+			found = true
+			v := m.Content[j+1]
+			if d, err := election.ParseDuration(f, v.Value); err == nil && v.Kind == yaml.ScalarNode && d == t.Get(f) {
+				continue
+			}
+			*v = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: want, LineComment: v.LineComment}
+			changed = true
+		}
+		if !found {
+			m.Content = append(m.Content,
+				&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: valueKeys[i]},
+				&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: want})
+			changed = true
+		}
+	}
+	return changed
+}

@@ -1,0 +1,319 @@
+package fleetsettings_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+var (
+	ctrlT  = mustParse("40s", "30s", "5s")
+	agentT = mustParse("60s", "50s", "20s")
+)
+
+// TestConvergesEveryFixtureVersion is the main specification, per Fleet
+// release: the controller triple on every Fleet container, the agent triple
+// on fleet-agentmanagement only where Fleet reads it, the channel detected,
+// nothing else changed, existing entries in place, and then zero writes on
+// a resync and on a restart.
+func TestConvergesEveryFixtureVersion(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) {
+			e := newEnv(t)
+			before := install(t, e.fleetNS, loadFixture(t, v))
+			triples := newTriples(ctrlT, agentT)
+			r := start(t, e, triples, "")
+
+			var agent *election.Timings
+			if wantChannel[v] == fleet.ChannelAgentManagement {
+				agent = &agentT
+			}
+			for name := range before {
+				eventually(t, name+" converged", func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, agent) })
+			}
+			if ch, ok := r.Channel(); !ok || ch != wantChannel[v] {
+				t.Errorf("channel %q (%v), want %q", ch, ok, wantChannel[v])
+			}
+			writes := r.quiet(500 * time.Millisecond)
+			if writes != int64(len(before))+1 { // one patch per Deployment, plus the channel record
+				t.Errorf("%d writes for %d Deployments, want one each plus the channel record", writes, len(before))
+			}
+
+			for name, b := range before {
+				after := get(t, e.fleetNS, name)
+				if stripped(t, b) != stripped(t, after) {
+					t.Errorf("%s: something besides the owned env changed:\nbefore %s\nafter  %s", name, stripped(t, b), stripped(t, after))
+				}
+				for _, c := range b.Spec.Template.Spec.Containers {
+					// Existing entries keep their position; new ones come after.
+					if old, now := envNames(b, c.Name), envNames(after, c.Name); !strings.HasPrefix(now, old) {
+						t.Errorf("%s/%s: env order %s, was %s", name, c.Name, now, old)
+					}
+					if c.Name == fleet.AgentManagementContainer && agent == nil && strings.Contains(envNames(after, c.Name), "FLEET_AGENT_ELECTION") {
+						t.Errorf("%s: FLEET_AGENT_ELECTION_* written for Fleet %s, which does not read it", name, v)
+					}
+				}
+			}
+
+			// A resync of every key writes nothing.
+			rvs := resourceVersions(t, e.fleetNS)
+			r.EnqueueAll()
+			if n := r.quiet(time.Second); n != writes {
+				t.Errorf("resync made %d writes", n-writes)
+			}
+			r.cancel()
+
+			// A restart writes nothing, and still knows the channel.
+			r2 := start(t, e, triples, "")
+			time.Sleep(2 * time.Second)
+			if n := r2.quiet(500 * time.Millisecond); n != 0 {
+				t.Errorf("restart made %d writes", n)
+			}
+			if got := resourceVersions(t, e.fleetNS); got != rvs {
+				t.Errorf("resourceVersions changed: %s → %s", rvs, got)
+			}
+			if ch, _ := r2.Channel(); ch != wantChannel[v] {
+				t.Errorf("after restart channel %q, want %q", ch, wantChannel[v])
+			}
+		})
+	}
+}
+
+func resourceVersions(t *testing.T, ns string) string {
+	t.Helper()
+	l, err := cp.Client.AppsV1().Deployments(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range l.Items {
+		out = append(out, d.Name+"="+d.ResourceVersion)
+	}
+	return strings.Join(out, ",")
+}
+
+// TestOneChangeOneWritePerDeployment: a change of the effective triple
+// makes exactly one write, so one rollout, per Deployment.
+func TestOneChangeOneWritePerDeployment(t *testing.T) {
+	e := newEnv(t)
+	before := install(t, e.fleetNS, loadFixture(t, "v0.16-dev"))
+	triples := newTriples(election.FleetDefaults, election.FleetDefaults)
+	r := start(t, e, triples, "")
+	base := r.quiet(time.Second)
+	if base != 1 { // only the channel record: the fixture already runs 30s/25s/10s
+		t.Errorf("%d writes with the chart's own values, want only the channel record", base)
+	}
+	gens := map[string]int64{}
+	for name := range before {
+		gens[name] = get(t, e.fleetNS, name).Generation
+	}
+	triples.set(settings.FleetController, ctrlT)
+	triples.set(settings.FleetAgent, agentT) // a second change right after: may coalesce, never more than 2 writes each
+	for name := range before {
+		eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, &agentT) })
+	}
+	r.quiet(time.Second)
+	for name := range before {
+		path := fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s", e.fleetNS, name)
+		n := r.writes.to(path)
+		max := 1
+		if name == fleet.ControllerDeployment {
+			max = 2 // both triples live in fleet-controller
+		}
+		if n < 1 || n > max {
+			t.Errorf("%s: %d writes, want 1..%d", name, n, max)
+		}
+		if g := get(t, e.fleetNS, name).Generation; g-gens[name] != int64(n) {
+			t.Errorf("%s: generation %d → %d for %d writes", name, gens[name], g, n)
+		}
+	}
+	// One more change of the controller triple alone: exactly one write each.
+	for name := range before {
+		gens[name] = get(t, e.fleetNS, name).Generation
+	}
+	next := mustParse("45s", "30s", "8s")
+	triples.set(settings.FleetController, next)
+	for name := range before {
+		eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), next, &agentT) })
+	}
+	r.quiet(time.Second)
+	for name := range before {
+		if g := get(t, e.fleetNS, name).Generation; g != gens[name]+1 {
+			t.Errorf("%s: generation %d → %d, want one rollout", name, gens[name], g)
+		}
+	}
+}
+
+// TestMissingDeploymentsConvergeWhenTheyAppear: Fleet installed after the
+// project (or helmops added by an upgrade) is converged when it appears.
+func TestMissingDeploymentsConvergeWhenTheyAppear(t *testing.T) {
+	e := newEnv(t)
+	r := start(t, e, newTriples(ctrlT, agentT), "")
+	time.Sleep(time.Second)
+	if n := r.writes.total.Load(); n != 0 {
+		t.Errorf("%d writes with no Fleet installed", n)
+	}
+	if _, ok := r.Channel(); ok {
+		t.Error("a channel is known with no Fleet installed")
+	}
+	install(t, e.fleetNS, loadFixture(t, "v0.14.10"))
+	for _, name := range []string{"fleet-controller", "gitjob", "helmops"} {
+		eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, &agentT) })
+	}
+}
+
+// TestShards: sharded Deployments (labelled fleet.cattle.io/shard-id) get
+// the env too; a look-alike without the label does not.
+func TestShards(t *testing.T) {
+	e := newEnv(t)
+	ds := loadFixture(t, "v0.16-dev")
+	var extra []*appsv1.Deployment
+	for _, d := range ds {
+		s := d.DeepCopy()
+		s.Name = d.Name + "-shard-a"
+		s.Spec.Template.Labels[fleet.ShardIDLabel] = "a"
+		extra = append(extra, s)
+	}
+	lookalike := ds[1].DeepCopy() // gitjob
+	lookalike.Name = "gitjob-shard-unlabelled"
+	delete(lookalike.Spec.Template.Labels, fleet.ShardIDLabel)
+	extra = append(extra, lookalike)
+	installed := install(t, e.fleetNS, append(ds, extra...))
+	start(t, e, newTriples(ctrlT, agentT), "")
+	for name := range installed {
+		if name == lookalike.Name {
+			continue
+		}
+		eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, &agentT) })
+	}
+	time.Sleep(500 * time.Millisecond)
+	if got := get(t, e.fleetNS, lookalike.Name); got.Generation != installed[lookalike.Name].Generation {
+		t.Error("an unlabelled shard look-alike was written")
+	}
+}
+
+// TestDriftRepair: a helm upgrade that resets the env is repaired.
+func TestDriftRepair(t *testing.T) {
+	e := newEnv(t)
+	install(t, e.fleetNS, loadFixture(t, "v0.14.10"))
+	start(t, e, newTriples(ctrlT, agentT), "")
+	eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
+
+	// Helm writes its chart values back (an Update by the helm field manager).
+	d := get(t, e.fleetNS, "gitjob")
+	for i, en := range d.Spec.Template.Spec.Containers[0].Env {
+		if en.Name == "CATTLE_ELECTION_RETRY_PERIOD" {
+			d.Spec.Template.Spec.Containers[0].Env[i].Value = "10s"
+		}
+	}
+	if _, err := cp.Client.AppsV1().Deployments(e.fleetNS).Update(context.Background(), d, metav1.UpdateOptions{FieldManager: "helm"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "repaired", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
+}
+
+// TestValueFromAndForeignEntries: an owned name set from a source is
+// rewritten to a literal; other valueFrom entries and a sidecar stay.
+func TestValueFromAndForeignEntries(t *testing.T) {
+	e := newEnv(t)
+	ds := loadFixture(t, "v0.12.0")
+	g := ds[1] // gitjob
+	for i, en := range g.Spec.Template.Spec.Containers[0].Env {
+		if en.Name == "CATTLE_ELECTION_RETRY_PERIOD" {
+			g.Spec.Template.Spec.Containers[0].Env[i] = corev1.EnvVar{Name: en.Name, ValueFrom: &corev1.EnvVarSource{
+				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "x"}, Key: "retry"}}}
+		}
+	}
+	g.Spec.Template.Spec.Containers = append(g.Spec.Template.Spec.Containers, corev1.Container{
+		Name: "sidecar", Image: "busybox", Env: []corev1.EnvVar{{Name: "CATTLE_ELECTION_RETRY_PERIOD", Value: "1s"}}})
+	install(t, e.fleetNS, ds)
+	start(t, e, newTriples(ctrlT, agentT), "")
+	eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
+	after := get(t, e.fleetNS, "gitjob")
+	for _, c := range after.Spec.Template.Spec.Containers {
+		for _, en := range c.Env {
+			switch {
+			case c.Name == "sidecar" && en.Value != "1s":
+				t.Errorf("sidecar env changed: %+v", en)
+			case c.Name == "gitjob" && en.Name == "NAMESPACE" && (en.ValueFrom == nil || en.ValueFrom.FieldRef == nil):
+				t.Errorf("NAMESPACE valueFrom lost: %+v", en)
+			}
+		}
+	}
+}
+
+// TestRancherConfig keeps the Fleet chart values in rancher-config equal to
+// the effective triples and touches nothing else.
+func TestRancherConfig(t *testing.T) {
+	e := newEnv(t)
+	values := "# set by the operator\napiServerURL: https://rancher.example.com\nleaderElection:\n  leaseDuration: 30s\n  retryPeriod: 10s\n  renewDeadline: 25s\n"
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fleetsettings.RancherConfigName, Namespace: e.rancherNS},
+		Data: map[string]string{"fleet": values, "rancher-webhook": "priorityClassName: x\n"}}
+	if _, err := cp.Client.CoreV1().ConfigMaps(e.rancherNS).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	triples := newTriples(ctrlT, agentT)
+	r := start(t, e, triples, "")
+	var got *corev1.ConfigMap
+	defer func() {
+		if t.Failed() && got != nil {
+			t.Logf("fleet values now:\n%s", got.Data["fleet"])
+		}
+	}()
+	eventually(t, "values merged", func() bool {
+		got, _ = cp.Client.CoreV1().ConfigMaps(e.rancherNS).Get(context.Background(), cm.Name, metav1.GetOptions{})
+		v := got.Data["fleet"]
+		return strings.Contains(v, "leaderElection:\n  leaseDuration: 40s\n  retryPeriod: 5s\n  renewDeadline: 30s") &&
+			strings.Contains(v, "agent:\n  leaderElection:\n    leaseDuration: 1m0s\n    renewDeadline: 50s\n    retryPeriod: 20s")
+	})
+	if v := got.Data["fleet"]; !strings.HasPrefix(v, "# set by the operator\napiServerURL: https://rancher.example.com\n") {
+		t.Errorf("other values changed:\n%s", v)
+	}
+	if got.Data["rancher-webhook"] != "priorityClassName: x\n" {
+		t.Errorf("another chart's values changed: %q", got.Data["rancher-webhook"])
+	}
+	n := r.quiet(500 * time.Millisecond)
+	r.EnqueueAll()
+	if m := r.quiet(time.Second); m != n {
+		t.Errorf("resync made %d writes", m-n)
+	}
+}
+
+// TestChannelDetectedOnceAndKeptAfterOwnWrites: once the project has
+// written FLEET_AGENT_ELECTION_* itself (taking them over from Helm), the
+// recorded detection still holds across a restart; an override wins.
+func TestChannelDetectedOnceAndKeptAfterOwnWrites(t *testing.T) {
+	e := newEnv(t)
+	install(t, e.fleetNS, loadFixture(t, "v0.14.10"))
+	triples := newTriples(ctrlT, agentT)
+	r := start(t, e, triples, "")
+	eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, &agentT) })
+	rec, err := cp.Client.CoreV1().ConfigMaps(e.stateNS).Get(context.Background(), fleetsettings.ChannelConfigMapName, metav1.GetOptions{})
+	if err != nil || rec.Data["channel"] != string(fleet.ChannelAgentManagement) || !strings.Contains(rec.Data["evidence"], "Fleet chart") {
+		t.Fatalf("channel record %v, %v", rec.Data, err)
+	}
+	r.cancel()
+
+	r2 := start(t, e, triples, "")
+	time.Sleep(time.Second)
+	if ch, _ := r2.Channel(); ch != fleet.ChannelAgentManagement {
+		t.Errorf("after restart %q", ch)
+	}
+	r2.cancel()
+
+	r3 := start(t, e, triples, fleet.ChannelNoElection)
+	if ch, _ := r3.Channel(); ch != fleet.ChannelNoElection {
+		t.Errorf("override ignored: %q", ch)
+	}
+}

@@ -1,0 +1,302 @@
+package fleetsettings_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rancher/wrangler/v2/pkg/generated/controllers/apps"
+	"github.com/rancher/wrangler/v2/pkg/generated/controllers/core"
+	"github.com/rancher/wrangler/v2/pkg/generic"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
+)
+
+// versions are the Fleet releases of the fixtures.
+var versions = []string{"v0.9.9", "v0.12.0", "v0.14.10", "v0.16-dev"}
+
+// wantChannel is the agent channel each fixture must be detected as.
+var wantChannel = map[string]fleet.AgentChannel{
+	"v0.9.9":    fleet.ChannelClusterEnvV09,
+	"v0.12.0":   fleet.ChannelClusterEnvV012,
+	"v0.14.10":  fleet.ChannelAgentManagement,
+	"v0.16-dev": fleet.ChannelAgentManagement,
+}
+
+// staticTriples is a settable settings.Triples.
+type staticTriples struct {
+	mu        sync.Mutex
+	t         map[settings.Component]election.Timings
+	listeners []func()
+}
+
+func newTriples(ctrl, agent election.Timings) *staticTriples {
+	return &staticTriples{t: map[settings.Component]election.Timings{settings.FleetController: ctrl, settings.FleetAgent: agent}}
+}
+
+func (s *staticTriples) Effective(c settings.Component) (election.Timings, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.t[c]
+	return t, ok
+}
+
+func (s *staticTriples) OnChange(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listeners = append(s.listeners, f)
+}
+
+func (s *staticTriples) set(c settings.Component, t election.Timings) {
+	s.mu.Lock()
+	s.t[c] = t
+	ls := append([]func(){}, s.listeners...)
+	s.mu.Unlock()
+	for _, f := range ls {
+		f()
+	}
+}
+
+// writeCounter counts the writes a client sends, per request path.
+type writeCounter struct {
+	next  http.RoundTripper
+	total atomic.Int64
+	mu    sync.Mutex
+	paths map[string]int
+}
+
+func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet {
+		w.total.Add(1)
+		w.mu.Lock()
+		w.paths[r.URL.Path]++
+		w.mu.Unlock()
+	}
+	return w.next.RoundTrip(r)
+}
+
+func (w *writeCounter) to(path string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.paths[path]
+}
+
+// env is the namespaces one test uses.
+type env struct {
+	fleetNS, rancherNS, stateNS string
+}
+
+func newEnv(t *testing.T) env {
+	return env{fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t), stateNS: cp.Namespace(t)}
+}
+
+// running is a started controller.
+type running struct {
+	*fleetsettings.Controller
+	writes *writeCounter
+	cancel context.CancelFunc
+}
+
+func start(t *testing.T, e env, triples settings.Triples, override fleet.AgentChannel) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	wc := &writeCounter{paths: map[string]int{}}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }
+	client := kubernetes.NewForConfigOrDie(cfg)
+	af, err := apps.NewFactoryFromConfigWithOptions(cp.Config, &generic.FactoryOptions{Namespace: e.fleetNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := core.NewFactoryFromConfigWithOptions(cp.Config, &generic.FactoryOptions{Namespace: e.rancherNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := fleetsettings.Register(ctx, fleetsettings.Options{
+		Namespace: e.fleetNS, RancherNamespace: e.rancherNS, StateNamespace: e.stateNS, ChannelOverride: override,
+		Deployments: af.Apps().V1().Deployment(), ConfigMaps: cf.Core().V1().ConfigMap(),
+		Client: client, Triples: triples,
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if err := af.Start(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := cf.Start(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r := &running{Controller: c, writes: wc, cancel: cancel}
+	t.Cleanup(cancel)
+	return r
+}
+
+// loadFixture reads the rendered Deployments of a Fleet release.
+func loadFixture(t *testing.T, version string) []*appsv1.Deployment {
+	t.Helper()
+	path, err := framework.SharedFixture("fleet/fleet-" + version + "-deployments.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	var out []*appsv1.Deployment
+	for {
+		var d appsv1.Deployment
+		if err := dec.Decode(&d); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if d.Name != "" {
+			out = append(out, &d)
+		}
+	}
+	return out
+}
+
+// install creates the Deployments in ns as Helm would (field manager "helm").
+func install(t *testing.T, ns string, ds []*appsv1.Deployment) map[string]*appsv1.Deployment {
+	t.Helper()
+	out := map[string]*appsv1.Deployment{}
+	for _, d := range ds {
+		d = d.DeepCopy()
+		d.Namespace = ns
+		got, err := cp.Client.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{FieldManager: "helm"})
+		if err != nil {
+			t.Fatalf("create %s: %v", d.Name, err)
+		}
+		out[got.Name] = got
+	}
+	return out
+}
+
+func get(t *testing.T, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	d, err := cp.Client.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// hasTriple reports whether every Fleet container of d carries ctrl as
+// CATTLE_ELECTION_*, and fleet-agentmanagement agent as FLEET_AGENT_ELECTION_*
+// when agent is not nil.
+func hasTriple(d *appsv1.Deployment, ctrl election.Timings, agent *election.Timings) bool {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if !fleet.IsFleetContainer(c.Name) {
+			continue
+		}
+		got, found, err := election.CattlePrefix.FromEnv(c.Env)
+		if err != nil || !found || got != ctrl {
+			return false
+		}
+		if c.Name == fleet.AgentManagementContainer && agent != nil {
+			got, found, err := election.FleetAgentPrefix.FromEnv(c.Env)
+			if err != nil || !found || got != *agent {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// stripped returns d without the owned env entries and without the fields
+// the API server changes on every write, as JSON, for comparing everything
+// the project does not own.
+func stripped(t *testing.T, d *appsv1.Deployment) string {
+	t.Helper()
+	d = d.DeepCopy()
+	d.ResourceVersion, d.Generation, d.ManagedFields = "", 0, nil
+	d.Status = appsv1.DeploymentStatus{}
+	for i := range d.Spec.Template.Spec.Containers {
+		c := &d.Spec.Template.Spec.Containers[i]
+		var kept []corev1.EnvVar
+		for _, e := range c.Env {
+			if fleet.IsFleetContainer(c.Name) && (election.CattlePrefix.Owns(e.Name) ||
+				(c.Name == fleet.AgentManagementContainer && election.FleetAgentPrefix.Owns(e.Name))) {
+				continue
+			}
+			kept = append(kept, e)
+		}
+		c.Env = kept
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// envNames lists a container's env names in order.
+func envNames(d *appsv1.Deployment, container string) string {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == container {
+			var n []string
+			for _, e := range c.Env {
+				n = append(n, e.Name)
+			}
+			return strings.Join(n, ",")
+		}
+	}
+	return ""
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("%s: not within 30s", what)
+	}
+}
+
+// quiet waits until no write has happened for d and returns the count.
+func (r *running) quiet(d time.Duration) int64 {
+	last := r.writes.total.Load()
+	for {
+		time.Sleep(d)
+		n := r.writes.total.Load()
+		if n == last {
+			return n
+		}
+		last = n
+	}
+}
+
+func mustParse(l, r, p string) election.Timings {
+	t, err := election.Parse(l, r, p)
+	if err != nil {
+		panic(err)
+	}
+	if err := t.Validate(); err != nil {
+		panic(err)
+	}
+	return t
+}
