@@ -19,8 +19,8 @@ import (
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/election"
-	"leasetune.io/leasetune/pkg/metrics"
 	mgmtcontrollers "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/metrics"
 )
 
 // FieldManager is the field manager of every write the provider makes.
