@@ -16,8 +16,8 @@ import (
 // Exit 0: valid; 1: invalid, one line per broken rule on stderr; 2: a flag
 // is missing or does not parse.
 func newCheckCommand() *cobra.Command {
-	var lease, renew, retry string
-	var followers int
+	var lease, renew, retry onceString
+	followers := decimalInt{value: 1}
 	cmd := &cobra.Command{
 		Use:   "check --lease-duration D --renew-deadline D --retry-period D",
 		Short: "Validate a leader-election timing triple and print its cost",
@@ -32,12 +32,17 @@ Durations use Go's syntax (time.ParseDuration), as wrangler and Fleet read them:
 
 Exit status: 0 valid, 1 invalid (one line per broken rule), 2 bad usage.`,
 		Example: "  leasetune check --lease-duration 30s --renew-deadline 25s --retry-period 10s",
-		Args:    cobra.NoArgs,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &usageError{fmt.Errorf("unexpected argument %q (a flag before it may have taken the next flag as its value)", args[0])}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var t election.Timings
 			var errs []error
 			for i, v := range []struct{ flag, value string }{
-				{"lease-duration", lease}, {"renew-deadline", renew}, {"retry-period", retry},
+				{"lease-duration", lease.value}, {"renew-deadline", renew.value}, {"retry-period", retry.value},
 			} {
 				if !cmd.Flags().Changed(v.flag) {
 					errs = append(errs, fmt.Errorf("flag --%s is required", v.flag))
@@ -50,20 +55,20 @@ Exit status: 0 valid, 1 invalid (one line per broken rule), 2 bad usage.`,
 				}
 				t = t.With(election.Fields[i], d)
 			}
-			if followers < 0 {
-				errs = append(errs, fmt.Errorf("flag --followers %d must not be negative", followers))
+			if followers.value < 0 {
+				errs = append(errs, fmt.Errorf("flag --followers %d must not be negative", followers.value))
 			}
 			if len(errs) > 0 {
 				return &usageError{errors.Join(errs...)}
 			}
-			return check(cmd.OutOrStdout(), cmd.ErrOrStderr(), t, followers)
+			return check(cmd.OutOrStdout(), cmd.ErrOrStderr(), t, followers.value)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&lease, "lease-duration", "", "leaseDuration, e.g. 30s")
-	f.StringVar(&renew, "renew-deadline", "", "renewDeadline, e.g. 25s")
-	f.StringVar(&retry, "retry-period", "", "retryPeriod, e.g. 10s")
-	f.IntVar(&followers, "followers", 1, "number of followers (candidates that are not the leader) per lock")
+	f.Var(&lease, "lease-duration", "leaseDuration, e.g. 30s")
+	f.Var(&renew, "renew-deadline", "renewDeadline, e.g. 25s")
+	f.Var(&retry, "retry-period", "retryPeriod, e.g. 10s")
+	f.Var(&followers, "followers", "number of followers (candidates that are not the leader) per lock (default 1)")
 	return cmd
 }
 

@@ -76,7 +76,31 @@ func TestCheck(t *testing.T) {
 			name:   "stray argument",
 			args:   []string{"check", "30s"},
 			code:   2,
-			stderr: []string{"unknown command"},
+			stderr: []string{`unexpected argument "30s"`, "Usage:"},
+		},
+		{
+			name:   "a flag that swallowed the next flag",
+			args:   []string{"check", "--lease-duration", "30s", "--retry-period", "--renew-deadline", "25s"},
+			code:   2,
+			stderr: []string{`unexpected argument "25s"`},
+		},
+		{
+			name:   "a duration flag given twice",
+			args:   []string{"check", "--lease-duration", "30s", "--renew-deadline", "25s", "--retry-period", "10s", "--retry-period", "20s"},
+			code:   2,
+			stderr: []string{"--retry-period", "given more than once"},
+		},
+		{
+			name:   "followers are decimal",
+			args:   []string{"check", "--lease-duration", "30s", "--renew-deadline", "25s", "--retry-period", "10s", "--followers", "010"},
+			code:   0,
+			stdout: []string{"1 leader + 10 follower(s)"},
+		},
+		{
+			name:   "followers in hex are refused",
+			args:   []string{"check", "--lease-duration", "30s", "--renew-deadline", "25s", "--retry-period", "10s", "--followers", "0x10"},
+			code:   2,
+			stderr: []string{"not a decimal number"},
 		},
 	}
 	for _, c := range cases {

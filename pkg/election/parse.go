@@ -30,7 +30,11 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // errSurroundingSpace is the reason given for input with leading or trailing
 // white space. time.ParseDuration refuses such input too, with a less
 // helpful message; we never trim, because wrangler and Fleet do not either.
-var errSurroundingSpace = errors.New("leading or trailing white space is not allowed")
+var errSurroundingSpace = errors.New("leading or trailing white space or invisible characters are not allowed")
+
+// isSurroundingJunk matches what must not surround a value: white space
+// and invisible format characters such as a zero-width space or a BOM.
+func isSurroundingJunk(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }
 
 // errEmpty is the reason given for an empty string.
 var errEmpty = errors.New("the value is empty")
@@ -38,14 +42,15 @@ var errEmpty = errors.New("the value is empty")
 // ParseDuration reads s as a duration for field f with time.ParseDuration,
 // the parser wrangler's pkg/leader and Fleet use for CATTLE_ELECTION_* and
 // FLEET_AGENT_ELECTION_*. Input with surrounding white space or an empty
-// string is refused rather than trimmed or defaulted. It returns a
+// string is refused rather than trimmed or defaulted (likewise a zero-width
+// space or byte-order mark, which copy and paste brings along). It returns a
 // *ParseError naming the field and the input; it does not validate the
 // value (see Timings.Validate).
 func ParseDuration(f Field, s string) (time.Duration, error) {
 	switch {
 	case s == "":
 		return 0, &ParseError{Field: f, Value: s, Err: errEmpty}
-	case strings.TrimFunc(s, unicode.IsSpace) != s:
+	case strings.TrimFunc(s, isSurroundingJunk) != s:
 		return 0, &ParseError{Field: f, Value: s, Err: errSurroundingSpace}
 	}
 	d, err := time.ParseDuration(s)

@@ -28,6 +28,9 @@ func TestParseDuration(t *testing.T) {
 		{"30s\n", 0, "leading or trailing white space"},
 		{"\t30s", 0, "leading or trailing white space"},
 		{"30 s", 0, "unknown unit"},
+		{"\u00a030s", 0, "leading or trailing white space"},
+		{"30s\u200b", 0, "invisible characters"},
+		{"\ufeff30s", 0, "invisible characters"},
 	}
 	for _, c := range cases {
 		got, err := ParseDuration(LeaseDuration, c.in)

@@ -2,6 +2,8 @@ package election
 
 import (
 	"fmt"
+	"math"
+	"math/big"
 	"strings"
 	"time"
 )
@@ -62,7 +64,8 @@ type Violation struct {
 type ValidationError struct {
 	// Timings is the triple that was refused.
 	Timings Timings
-	// Violations lists each broken rule once; it is never empty.
+	// Violations lists each broken rule, once per field it applies to (a
+	// triple of three zeros breaks RulePositive three times); never empty.
 	Violations []Violation
 }
 
@@ -75,6 +78,19 @@ func (e *ValidationError) Error() string {
 		msgs[i] = v.Message
 	}
 	return fmt.Sprintf("invalid leader-election timings %s: %s", e.Timings, strings.Join(msgs, "; "))
+}
+
+// jitteredRetry returns client-go's time.Duration(JitterFactor ×
+// float64(retry)), the exact product ⌊6·retry/5⌋ when it fits in a
+// Duration, and whether the exact product overflows a Duration.
+func jitteredRetry(retry time.Duration) (clientGo, exact time.Duration, overflow bool) {
+	clientGo = time.Duration(JitterFactor * float64(retry))
+	p := new(big.Int).Mul(big.NewInt(int64(retry)), big.NewInt(6))
+	p.Div(p, big.NewInt(5)) // truncates toward zero, as the float conversion does
+	if !p.IsInt64() {
+		return clientGo, 0, true
+	}
+	return clientGo, time.Duration(p.Int64()), false
 }
 
 // Has reports whether rule r is among the violations.
@@ -110,10 +126,17 @@ func (t Timings) Validate() error {
 		add(RuleLeaseExceedsRenew, fmt.Sprintf("%s %s must exceed %s %s",
 			LeaseDuration, f(t.LeaseDuration), RenewDeadline, f(t.RenewDeadline)), LeaseDuration, RenewDeadline)
 	}
-	// The same expression as client-go, float rounding included.
-	if jittered := time.Duration(JitterFactor * float64(t.RetryPeriod)); t.RenewDeadline <= jittered {
+	// client-go's own expression decides, float rounding included; the
+	// exact product also catches a retry period so large that the float
+	// conversion overflows (client-go then accepts, but our 1h bound
+	// refuses the triple anyway, and the rule must still be listed).
+	if jittered, exact, overflow := jitteredRetry(t.RetryPeriod); t.RenewDeadline <= jittered || (overflow && t.RenewDeadline > 0) || t.RenewDeadline <= exact {
+		shown := f(exact)
+		if overflow {
+			shown = "more than " + f(math.MaxInt64)
+		}
 		add(RuleRenewExceedsJitteredRetry, fmt.Sprintf("%s %s must exceed %v × %s %s = %s",
-			RenewDeadline, f(t.RenewDeadline), JitterFactor, RetryPeriod, f(t.RetryPeriod), f(jittered)), RenewDeadline, RetryPeriod)
+			RenewDeadline, f(t.RenewDeadline), JitterFactor, RetryPeriod, f(t.RetryPeriod), shown), RenewDeadline, RetryPeriod)
 	}
 	if t.LeaseDuration > 0 && t.LeaseDuration < time.Second {
 		add(RuleLeaseAtLeastOneSecond, fmt.Sprintf("%s %s must be at least 1s", LeaseDuration, f(t.LeaseDuration)), LeaseDuration)

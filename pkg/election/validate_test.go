@@ -2,6 +2,7 @@ package election
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,8 @@ func TestValidateMessagesNameFieldsAndNumbers(t *testing.T) {
 		{tm(1500*time.Millisecond, time.Second, 100*time.Millisecond), []string{"leaseDuration 1.5s must be a whole number of seconds"}},
 		{tm(500*time.Millisecond, 400*time.Millisecond, 100*time.Millisecond), []string{"leaseDuration 500ms must be at least 1s"}},
 		{tm(2*time.Hour, 25*time.Second, 10*time.Second), []string{"leaseDuration 2h0m0s must be at most 1h0m0s"}},
+		// No negative product for a positive retry period, whatever its size.
+		{tm(30*time.Second, math.MinInt64, math.MaxInt64), []string{"= more than 2562047h47m16.854775807s"}},
 		// Several rules at once: one error lists them all.
 		{tm(10*time.Second, 20*time.Second, 20*time.Second), []string{
 			"leaseDuration 10s must exceed renewDeadline 20s",
