@@ -68,7 +68,7 @@ Exit status: 0 valid, 1 invalid (one line per broken rule), 2 bad usage.`,
 	f.Var(&lease, "lease-duration", "leaseDuration, e.g. 30s")
 	f.Var(&renew, "renew-deadline", "renewDeadline, e.g. 25s")
 	f.Var(&retry, "retry-period", "retryPeriod, e.g. 10s")
-	f.Var(&followers, "followers", "number of followers (candidates that are not the leader) per lock (default 1)")
+	f.Var(&followers, "followers", "number of followers (candidates that are not the leader) per lock")
 	return cmd
 }
 
