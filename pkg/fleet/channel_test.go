@@ -1,0 +1,101 @@
+package fleet
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"leasetune.io/leasetune/pkg/election"
+)
+
+func TestReleaseVersion(t *testing.T) {
+	cases := map[string][3]int{ // major, minor, ok(1/0)
+		"rancher/fleet:v0.12.4":                                {0, 12, 1},
+		"registry.example.com:5000/rancher/fleet:v0.13.0-rc.2": {0, 13, 1},
+		"rancher/fleet:v1.0.0":                                 {1, 0, 1},
+		"rancher/fleet:dev":                                    {0, 0, 0},
+		"rancher/fleet:0.12.4":                                 {0, 0, 0},
+		"registry.example.com:5000/rancher/fleet":              {0, 0, 0},
+		"rancher/fleet@sha256:abc":                             {0, 0, 0},
+		"rancher/fleet:v0.12":                                  {0, 0, 0},
+	}
+	for image, want := range cases {
+		major, minor, ok := releaseVersion(image)
+		if ok != (want[2] == 1) || (ok && (major != want[0] || minor != want[1])) {
+			t.Errorf("releaseVersion(%q) = %d, %d, %v; want %v", image, major, minor, ok, want)
+		}
+	}
+}
+
+func TestDetectChannelByImage(t *testing.T) {
+	for image, want := range map[string]AgentChannel{
+		"rancher/fleet:v0.9.9":   ChannelClusterEnvV09,
+		"rancher/fleet:v0.10.4":  ChannelNoElection,
+		"rancher/fleet:v0.11.9":  ChannelNoElection,
+		"rancher/fleet:v0.12.13": ChannelClusterEnvV012,
+		"rancher/fleet:v0.13.1":  ChannelAgentManagement,
+		"rancher/fleet:v0.14.10": ChannelAgentManagement,
+	} {
+		d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: ControllerContainer, Image: image}}}}}}
+		got := DetectChannel(d, "leasetune", "")
+		if got.Channel != want || !got.Certain {
+			t.Errorf("%s: %+v, want %s", image, got, want)
+		}
+	}
+}
+
+func TestDetectChannelByStructure(t *testing.T) {
+	helmOwns := func(container string, p election.EnvPrefix) metav1.ManagedFieldsEntry {
+		raw := `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"` + container + `\"}":{"f:env":{"k:{\"name\":\"` +
+			p.EnvName(election.RetryPeriod) + `\"}":{".":{},"f:name":{}}}}}}}}}`
+		return metav1.ManagedFieldsEntry{Manager: "helm", FieldsV1: &metav1.FieldsV1{Raw: []byte(raw)}}
+	}
+	ctrlEnv := election.CattlePrefix.Env(election.FleetDefaults)
+	agentEnv := election.FleetAgentPrefix.Env(election.FleetDefaults)
+	dep := func(mf []metav1.ManagedFieldsEntry, containers ...corev1.Container) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: mf},
+			Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: containers}}}}
+	}
+	ctrl := corev1.Container{Name: ControllerContainer, Image: "rancher/fleet:dev", Env: ctrlEnv}
+	am := corev1.Container{Name: AgentManagementContainer, Env: append(append([]corev1.EnvVar{}, ctrlEnv...), agentEnv...)}
+	cases := []struct {
+		name     string
+		d        *appsv1.Deployment
+		recorded AgentChannel
+		want     AgentChannel
+	}{
+		{"chart set FLEET_AGENT_ELECTION_*", dep([]metav1.ManagedFieldsEntry{helmOwns(AgentManagementContainer, election.FleetAgentPrefix)}, ctrl, am),
+			"", ChannelAgentManagement},
+		{"only we set FLEET_AGENT_ELECTION_*: the record decides", dep(nil, ctrl, am), ChannelClusterEnvV012, ChannelClusterEnvV012},
+		{"chart set CATTLE_ELECTION_* only", dep([]metav1.ManagedFieldsEntry{helmOwns(ControllerContainer, election.CattlePrefix)}, ctrl),
+			"", ChannelClusterEnvV012},
+		{"only we set CATTLE_ELECTION_*: the record decides", dep(nil, ctrl), ChannelClusterEnvV09, ChannelClusterEnvV09},
+		{"only we set CATTLE_ELECTION_*, nothing recorded", dep(nil, ctrl), "", ChannelClusterEnvV09},
+		{"no election env", dep(nil, corev1.Container{Name: ControllerContainer}), "", ChannelClusterEnvV09},
+	}
+	for _, c := range cases {
+		if got := DetectChannel(c.d, "leasetune", c.recorded); got.Channel != c.want {
+			t.Errorf("%s: %+v, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestBaseline(t *testing.T) {
+	global := election.Timings{LeaseDuration: 60e9, RenewDeadline: 50e9, RetryPeriod: 20e9}
+	for ch, want := range map[AgentChannel]election.Timings{
+		ChannelAgentManagement: global, ChannelClusterEnvV012: election.FleetDefaults, ChannelClusterEnvV09: election.WranglerDefaults,
+	} {
+		if got, ok := ch.Baseline(global); !ok || got != want {
+			t.Errorf("%s: %s %v", ch, got, ok)
+		}
+	}
+	if _, ok := ChannelNoElection.Baseline(global); ok {
+		t.Error("agents without election have a baseline")
+	}
+	if _, err := ParseChannel("v0.13"); err == nil {
+		t.Error("ParseChannel accepted an unknown channel")
+	}
+}
