@@ -145,8 +145,9 @@ loop:
 			break loop
 		}
 	}
-	// One renewal per retry period plus request latency: 10 at most, and
-	// well above half of that on a loaded 2-core machine.
+	// One renewal per retry period plus request latency: at most one per
+	// period in the window (plus one for a renewal on its edge), and well
+	// above half of that on a loaded 2-core machine.
 	if max, min := int(window/short.RetryPeriod)+1, int(window/short.RetryPeriod)/2; renewals < min || renewals > max {
 		t.Errorf("%d renewals in %s with retryPeriod %s, want %d..%d", renewals, window, short.RetryPeriod, min, max)
 	}

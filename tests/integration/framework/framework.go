@@ -31,7 +31,7 @@ import (
 // DefaultStartTimeout is how long the control plane may take to start when
 // KUBEBUILDER_CONTROLPLANE_START_TIMEOUT is unset. envtest's own 20s is too
 // short for a cold kube-apiserver on 2 cores.
-const DefaultStartTimeout = 2 * time.Minute
+const DefaultStartTimeout = 3 * time.Minute
 
 // ControlPlane is a running kube-apiserver and etcd.
 type ControlPlane struct {
