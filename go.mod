@@ -9,6 +9,7 @@ require (
 	github.com/rancher/norman v0.0.0-20230222213531-275a3e921940
 	github.com/rancher/wrangler/v2 v2.1.2
 	github.com/spf13/cobra v1.10.2
+	golang.org/x/time v0.3.0
 	gopkg.in/yaml.v3 v3.0.1
 	k8s.io/api v0.28.15
 	k8s.io/apiextensions-apiserver v0.28.15
@@ -61,7 +62,6 @@ require (
 	golang.org/x/sys v0.30.0 // indirect
 	golang.org/x/term v0.29.0 // indirect
 	golang.org/x/text v0.22.0 // indirect
-	golang.org/x/time v0.3.0 // indirect
 	golang.org/x/tools v0.30.0 // indirect
 	google.golang.org/appengine v1.6.7 // indirect
 	google.golang.org/protobuf v1.33.0 // indirect

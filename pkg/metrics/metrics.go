@@ -32,11 +32,13 @@ var (
 		Name: "leasetune_fleet_agent_channel",
 		Help: "The channel through which fleet-agents get their timings (1 for the detected one).",
 	}, []string{"channel"})
-	// InvalidClusters is the number of clusters whose effective triple is invalid.
-	InvalidClusters = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "leasetune_clusters_invalid",
-		Help: "Downstream clusters whose overrides make an invalid triple (left as they were).",
-	})
+	// ClustersLeftAlone is the number of downstream clusters the agentenv
+	// controller leaves as they are, per reason: "invalid" (the overrides
+	// make an invalid triple) or "foreign" (someone else set CATTLE_ELECTION_*).
+	ClustersLeftAlone = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "leasetune_clusters_left_alone",
+		Help: "Downstream clusters left as they were, per reason (invalid, foreign).",
+	}, []string{"reason"})
 	// PropagationSeconds is how long the last propagation of a changed triple took.
 	PropagationSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "leasetune_last_propagation_duration_seconds",
@@ -46,5 +48,5 @@ var (
 
 func init() {
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		SettingsApplied, SettingsRefused, Writes, AgentChannel, InvalidClusters, PropagationSeconds)
+		SettingsApplied, SettingsRefused, Writes, AgentChannel, ClustersLeftAlone, PropagationSeconds)
 }

@@ -1,0 +1,446 @@
+package agentenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+// FieldManager is the field manager of every write this controller makes.
+const FieldManager = "leasetune"
+
+const (
+	byMgmtName    = "byMgmtName"    // fleet Clusters by their management Cluster's name
+	byClusterName = "byClusterName" // provisioning Clusters by status.clusterName
+)
+
+// Options configures New.
+type Options struct {
+	// Client reads (through informers) and writes the cluster objects.
+	// Give it a QPS and burst fit for thousands of clusters.
+	Client dynamic.Interface
+	// Rancher is true when the provisioning and management Cluster kinds
+	// exist (a Rancher installation); without them only fleet Clusters are
+	// read and written.
+	Rancher bool
+	// Triples gives the global agent triple; Channels the Fleet agent channel.
+	Triples  settings.Triples
+	Channels fleetsettings.Channels
+	// Recorder records Events on the cluster objects; may be nil.
+	Recorder record.EventRecorder
+	// Log receives structured logs; slog.Default() when nil.
+	Log *slog.Logger
+	// Workers is the number of concurrent syncs (default 4).
+	Workers int
+	// ClustersPerMinute paces the writes, to spread agent restarts over
+	// time; 0 means unpaced.
+	ClustersPerMinute float64
+}
+
+// Controller converges each downstream cluster's agent env.
+type Controller struct {
+	opts    Options
+	log     *slog.Logger
+	queue   workqueue.RateLimitingInterface
+	pace    *rate.Limiter
+	factory dynamicinformer.DynamicSharedInformerFactory
+	fleet   cache.SharedIndexInformer
+	prov    cache.SharedIndexInformer
+	mgmt    cache.SharedIndexInformer
+
+	mu       sync.Mutex
+	problems map[string]Problem // fleet Cluster key → why it is left alone
+	reported map[string]string  // fleet Cluster key → last problem message reported
+}
+
+// New builds the controller and its informers; call Run to start it.
+func New(opts Options) *Controller {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	c := &Controller{
+		opts:     opts,
+		log:      opts.Log.With("controller", "agentenv"),
+		queue:    workqueue.NewNamedRateLimitingQueue(workqueue.DefaultControllerRateLimiter(), "agentenv"),
+		factory:  dynamicinformer.NewDynamicSharedInformerFactory(opts.Client, 0),
+		problems: map[string]Problem{},
+		reported: map[string]string{},
+	}
+	if opts.ClustersPerMinute > 0 {
+		c.pace = rate.NewLimiter(rate.Limit(opts.ClustersPerMinute/60), 1)
+	}
+	c.fleet = c.factory.ForResource(FleetClusterGVR).Informer()
+	utilruntime.Must(c.fleet.AddIndexers(cache.Indexers{byMgmtName: func(obj interface{}) ([]string, error) {
+		if n, ok := obj.(*unstructured.Unstructured).GetLabels()[MgmtNameLabel]; ok {
+			return []string{n}, nil
+		}
+		return nil, nil
+	}}))
+	_, _ = c.fleet.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueFleet,
+		UpdateFunc: func(old, new interface{}) { c.enqueueFleet(new) },
+		DeleteFunc: c.enqueueFleet,
+	})
+	if opts.Rancher {
+		c.prov = c.factory.ForResource(ProvisioningClusterGVR).Informer()
+		utilruntime.Must(c.prov.AddIndexers(cache.Indexers{byClusterName: func(obj interface{}) ([]string, error) {
+			if n := provClusterName(obj.(*unstructured.Unstructured)); n != "" {
+				return []string{n}, nil
+			}
+			return nil, nil
+		}}))
+		_, _ = c.prov.AddEventHandler(c.relatedHandler(func(u *unstructured.Unstructured) string { return provClusterName(u) }))
+		c.mgmt = c.factory.ForResource(ManagementClusterGVR).Informer()
+		_, _ = c.mgmt.AddEventHandler(c.relatedHandler(func(u *unstructured.Unstructured) string { return u.GetName() }))
+	}
+	opts.Triples.OnChange(c.EnqueueAll)
+	opts.Channels.OnChannelChange(c.EnqueueAll)
+	return c
+}
+
+// Run starts the informers and workers and blocks until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	c.factory.Start(ctx.Done())
+	for gvr, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cache of %s did not sync", gvr)
+		}
+	}
+	c.log.Info("caches synced", "fleetClusters", len(c.fleet.GetStore().ListKeys()))
+	var wg sync.WaitGroup
+	for i := 0; i < c.opts.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.UntilWithContext(ctx, c.worker, time.Second)
+		}()
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// HasSynced reports whether the informers have synced.
+func (c *Controller) HasSynced() bool {
+	ok := c.fleet.HasSynced()
+	if c.prov != nil {
+		ok = ok && c.prov.HasSynced() && c.mgmt.HasSynced()
+	}
+	return ok
+}
+
+// QueueLen is the number of fleet Clusters waiting to be synced.
+func (c *Controller) QueueLen() int { return c.queue.Len() }
+
+// EnqueueAll enqueues every fleet Cluster.
+func (c *Controller) EnqueueAll() {
+	for _, key := range c.fleet.GetStore().ListKeys() {
+		c.queue.Add(key)
+	}
+}
+
+func (c *Controller) enqueueFleet(obj interface{}) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err == nil {
+		c.queue.Add(key)
+	}
+}
+
+// relatedHandler enqueues the fleet Clusters whose management Cluster name
+// mgmtName gives, for the old and the new object.
+func (c *Controller) relatedHandler(mgmtName func(*unstructured.Unstructured) string) cache.ResourceEventHandler {
+	enqueue := func(obj interface{}) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		name := mgmtName(u)
+		if name == "" {
+			return
+		}
+		objs, _ := c.fleet.GetIndexer().ByIndex(byMgmtName, name)
+		for _, o := range objs {
+			c.enqueueFleet(o)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(old, new interface{}) { enqueue(old); enqueue(new) },
+		DeleteFunc: enqueue,
+	}
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for {
+		item, quit := c.queue.Get()
+		if quit {
+			return
+		}
+		key := item.(string)
+		err := c.sync(ctx, key)
+		switch {
+		case err == nil:
+			c.queue.Forget(item)
+		case ctx.Err() != nil:
+		default:
+			c.log.Error("sync failed; retrying", "cluster", key, "error", err)
+			c.queue.AddRateLimited(item)
+		}
+		c.queue.Done(item)
+	}
+}
+
+// sync gathers one fleet Cluster's objects from the caches, decides, and
+// writes when the decision differs from what is there.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	obj, exists, err := c.fleet.GetIndexer().GetByKey(key)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		c.setProblem(key, "")
+		return nil
+	}
+	global, ok := c.opts.Triples.Effective(settings.FleetAgent)
+	if !ok {
+		return nil // no valid agent triple known: write nothing
+	}
+	channel, ok := c.opts.Channels.Channel()
+	if !ok {
+		return nil // Fleet not seen yet: the channel change re-enqueues everything
+	}
+	rt, err := c.route(obj.(*unstructured.Unstructured))
+	if err != nil {
+		c.log.Info("cluster not routable yet", "cluster", key, "reason", err.Error())
+		return nil // the related object's arrival re-enqueues it
+	}
+	for attempt := 0; ; attempt++ {
+		env, err := agentEnvVars(rt.Target)
+		if err != nil {
+			return c.leaveAlone(ctx, key, rt, ProblemForeign, err)
+		}
+		vals, set := overrides(rt.Source)
+		d := Decide(env, ownRecord(rt.Target), vals, set, global, channel)
+		if d.Problem != "" {
+			return c.leaveAlone(ctx, key, rt, d.Problem, d.Err)
+		}
+		if err := c.clearStatus(ctx, key, rt); err != nil {
+			return err
+		}
+		if !d.Change {
+			return nil
+		}
+		if c.pace != nil {
+			if err := c.pace.Wait(ctx); err != nil {
+				return err
+			}
+		}
+		err = c.write(ctx, rt, d)
+		if err == nil {
+			c.wrote(rt, d)
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt >= 4 {
+			return fmt.Errorf("write %s: %w", rt.TargetRef, err)
+		}
+		// Someone else wrote the object since the cache saw it: decide
+		// again from the fresh object, so that their edit is kept.
+		fresh, gerr := c.resource(rt.TargetRef).Get(ctx, rt.TargetRef.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		if rt.SourceRef == rt.TargetRef {
+			rt.Source = fresh
+		}
+		rt.Target = fresh
+	}
+}
+
+// route finds the objects of a fleet Cluster in the caches.
+func (c *Controller) route(fc *unstructured.Unstructured) (Routing, error) {
+	var prov, mgmt *unstructured.Unstructured
+	if name, ok := fc.GetLabels()[MgmtNameLabel]; ok && c.opts.Rancher {
+		if objs, _ := c.prov.GetIndexer().ByIndex(byClusterName, name); len(objs) > 0 {
+			prov = objs[0].(*unstructured.Unstructured)
+		}
+		if o, ok, _ := c.mgmt.GetIndexer().GetByKey(name); ok {
+			mgmt = o.(*unstructured.Unstructured)
+		}
+	}
+	return Route(fc, prov, mgmt)
+}
+
+func (c *Controller) resource(r Ref) dynamic.ResourceInterface {
+	if r.Namespace == "" {
+		return c.opts.Client.Resource(r.GVR)
+	}
+	return c.opts.Client.Resource(r.GVR).Namespace(r.Namespace)
+}
+
+// write patches spec.agentEnvVars and the record of the target, with the
+// resourceVersion read (a JSON merge patch replaces the list whole, so the
+// precondition is what keeps a concurrent edit from being lost).
+func (c *Controller) write(ctx context.Context, rt Routing, d Decision) error {
+	var rec interface{}
+	if d.Record != nil {
+		b, err := json.Marshal(d.Record)
+		if err != nil {
+			return err
+		}
+		rec = string(b)
+	}
+	var env interface{}
+	if len(d.Env) > 0 {
+		env = d.Env
+	}
+	body, err := json.Marshal(map[string]interface{}{
+		"metadata": map[string]interface{}{
+			"resourceVersion": rt.Target.GetResourceVersion(),
+			"annotations":     map[string]interface{}{RecordAnnotation: rec},
+		},
+		"spec": map[string]interface{}{"agentEnvVars": env},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = c.resource(rt.TargetRef).Patch(ctx, rt.TargetRef.Name, types.MergePatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	return err
+}
+
+// wrote counts, logs and records a write.
+func (c *Controller) wrote(rt Routing, d Decision) {
+	metrics.Writes.WithLabelValues("cluster").Inc()
+	restarts := "fleet-agent"
+	if rt.RancherManaged {
+		restarts += " and cattle-cluster-agent"
+	}
+	if rt.Provisioned {
+		restarts += ", and the system agent on every node"
+	}
+	msg := fmt.Sprintf("spec.agentEnvVars now runs the agent with %s; this redeploys %s", d.Effective, restarts)
+	if d.Record == nil {
+		msg = fmt.Sprintf("removed the CATTLE_ELECTION_* entries leasetune had added: the agent gets %s without them; this redeploys %s", d.Effective, restarts)
+	}
+	c.log.Info("agent env updated", "object", rt.TargetRef.String(), "timings", d.Effective.String(), "redeploys", restarts)
+	c.event(rt.Target, corev1.EventTypeNormal, "AgentEnvUpdated", msg)
+}
+
+// leaveAlone reports a cluster that is left as it is: once per distinct
+// problem, as an Event and a log line, the StatusAnnotation on the object
+// holding the overrides, and the metric. It is not retried: a change of the
+// objects re-enqueues it.
+func (c *Controller) leaveAlone(ctx context.Context, key string, rt Routing, p Problem, err error) error {
+	msg := fmt.Sprintf("%s: %v", p, err)
+	c.setProblem(key, p)
+	c.mu.Lock()
+	seen := c.reported[key] == msg
+	c.reported[key] = msg
+	c.mu.Unlock()
+	if !seen {
+		c.log.Error("cluster left as it is", "cluster", key, "object", rt.TargetRef.String(), "problem", p, "error", err.Error())
+		reason := "InvalidElectionOverride"
+		if p == ProblemForeign {
+			reason = "ForeignElectionEnv"
+		}
+		c.event(rt.Source, corev1.EventTypeWarning, reason, msg+"; the cluster's agent env is left as it was")
+	}
+	if rt.Source.GetAnnotations()[StatusAnnotation] == msg {
+		return nil
+	}
+	return c.patchStatus(ctx, rt, msg)
+}
+
+// clearStatus removes a StatusAnnotation left by an earlier problem.
+func (c *Controller) clearStatus(ctx context.Context, key string, rt Routing) error {
+	c.setProblem(key, "")
+	c.mu.Lock()
+	delete(c.reported, key)
+	c.mu.Unlock()
+	if _, ok := rt.Source.GetAnnotations()[StatusAnnotation]; !ok {
+		return nil
+	}
+	return c.patchStatus(ctx, rt, nil)
+}
+
+func (c *Controller) patchStatus(ctx context.Context, rt Routing, value interface{}) error {
+	body, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{
+		"annotations": map[string]interface{}{StatusAnnotation: value}}})
+	if err != nil {
+		return err
+	}
+	out, err := c.resource(rt.SourceRef).Patch(ctx, rt.SourceRef.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err == nil && rt.SourceRef == rt.TargetRef {
+		rt.Target.SetResourceVersion(out.GetResourceVersion())
+	}
+	return err
+}
+
+// setProblem records (p != "") or clears a cluster's problem and updates
+// the metric.
+func (c *Controller) setProblem(key string, p Problem) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p == "" {
+		delete(c.problems, key)
+	} else {
+		c.problems[key] = p
+	}
+	counts := map[Problem]int{ProblemInvalid: 0, ProblemForeign: 0}
+	for _, v := range c.problems {
+		counts[v]++
+	}
+	for p, n := range counts {
+		metrics.ClustersLeftAlone.WithLabelValues(string(p)).Set(float64(n))
+	}
+}
+
+// Problems returns the clusters left alone and why, for tests and plan output.
+func (c *Controller) Problems() map[string]Problem {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]Problem{}
+	for k, v := range c.problems {
+		out[k] = v
+	}
+	return out
+}
+
+func (c *Controller) event(u *unstructured.Unstructured, eventType, reason, msg string) {
+	if c.opts.Recorder == nil || u == nil {
+		return
+	}
+	c.opts.Recorder.Event(u, eventType, reason, msg)
+}

@@ -1,0 +1,98 @@
+package agentenv
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The cluster kinds the controller reads and writes.
+var (
+	FleetClusterGVR        = schema.GroupVersionResource{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "clusters"}
+	ProvisioningClusterGVR = schema.GroupVersionResource{Group: "provisioning.cattle.io", Version: "v1", Resource: "clusters"}
+	ManagementClusterGVR   = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "clusters"}
+)
+
+// Annotations.
+const (
+	// LeaseDurationAnnotation, RenewDeadlineAnnotation and
+	// RetryPeriodAnnotation override the global agent triple for one
+	// cluster; each is optional.
+	LeaseDurationAnnotation = "election.cattle.io/lease-duration"
+	RenewDeadlineAnnotation = "election.cattle.io/renew-deadline"
+	RetryPeriodAnnotation   = "election.cattle.io/retry-period"
+	// RecordAnnotation, on the written object, records the entries the
+	// project wrote (JSON: env name → value).
+	RecordAnnotation = "leasetune.io/agent-env"
+	// StatusAnnotation, on the object that holds the overrides, says why
+	// the cluster is left alone; absent when all is well.
+	StatusAnnotation = "leasetune.io/agent-env-status"
+)
+
+// OverrideAnnotations lists the override annotations in the fixed field order.
+var OverrideAnnotations = [3]string{LeaseDurationAnnotation, RenewDeadlineAnnotation, RetryPeriodAnnotation}
+
+// MgmtNameLabel, on a fleet Cluster that Rancher generates, names its
+// management Cluster.
+const MgmtNameLabel = "management.cattle.io/cluster-name"
+
+// agentEnvVars returns spec.agentEnvVars as raw items (so that fields of
+// entries the project does not own survive exactly), or an error when the
+// field is not a list of objects.
+func agentEnvVars(u *unstructured.Unstructured) ([]map[string]interface{}, error) {
+	raw, found, err := unstructured.NestedFieldNoCopy(u.Object, "spec", "agentEnvVars")
+	if err != nil || !found || raw == nil {
+		return nil, err
+	}
+	list, ok := raw.([]interface{})
+	if !ok {
+		return nil, fmt.Errorf("spec.agentEnvVars is not a list")
+	}
+	out := make([]map[string]interface{}, 0, len(list))
+	for i, it := range list {
+		m, ok := it.(map[string]interface{})
+		if !ok {
+			return nil, fmt.Errorf("spec.agentEnvVars[%d] is not an object", i)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// ownRecord reads RecordAnnotation; a malformed one counts as no record.
+func ownRecord(u *unstructured.Unstructured) map[string]string {
+	v, ok := u.GetAnnotations()[RecordAnnotation]
+	if !ok {
+		return nil
+	}
+	var r map[string]string
+	if json.Unmarshal([]byte(v), &r) != nil {
+		return nil
+	}
+	return r
+}
+
+// overrides reads the override annotations of u (missing ones are "").
+func overrides(u *unstructured.Unstructured) (vals [3]string, set [3]bool) {
+	ann := u.GetAnnotations()
+	for i, a := range OverrideAnnotations {
+		vals[i], set[i] = ann[a]
+	}
+	return vals, set
+}
+
+// hasRKEConfig reports whether a provisioning Cluster has spec.rkeConfig
+// (an RKE2/K3s cluster Rancher provisions).
+func hasRKEConfig(u *unstructured.Unstructured) bool {
+	v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "rkeConfig")
+	return found && v != nil
+}
+
+// provClusterName returns a provisioning Cluster's status.clusterName, the
+// name of its management Cluster.
+func provClusterName(u *unstructured.Unstructured) string {
+	s, _, _ := unstructured.NestedString(u.Object, "status", "clusterName")
+	return s
+}

@@ -1,0 +1,78 @@
+package agentenv
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Ref names one cluster object.
+type Ref struct {
+	GVR             schema.GroupVersionResource
+	Namespace, Name string
+}
+
+func (r Ref) String() string {
+	if r.Namespace == "" {
+		return fmt.Sprintf("%s.%s/%s", r.GVR.Resource, r.GVR.Group, r.Name)
+	}
+	return fmt.Sprintf("%s.%s %s/%s", r.GVR.Resource, r.GVR.Group, r.Namespace, r.Name)
+}
+
+func refOf(gvr schema.GroupVersionResource, u *unstructured.Unstructured) Ref {
+	return Ref{GVR: gvr, Namespace: u.GetNamespace(), Name: u.GetName()}
+}
+
+// Routing says, for one fleet Cluster, which objects the controller reads
+// and writes.
+type Routing struct {
+	// Target is the object whose spec.agentEnvVars is written.
+	Target *unstructured.Unstructured
+	// TargetRef names it.
+	TargetRef Ref
+	// Source is the object whose override annotations apply.
+	Source *unstructured.Unstructured
+	// SourceRef names it.
+	SourceRef Ref
+	// RancherManaged is true when Rancher generates the fleet Cluster:
+	// the env then also reaches cattle-cluster-agent, and on provisioned
+	// clusters the system agent of every node.
+	RancherManaged bool
+	// Provisioned is true for RKE2/K3s clusters Rancher provisions.
+	Provisioned bool
+}
+
+// Route decides where the override annotations of a fleet Cluster are read
+// and where its agent env is written (DESIGN.md section 2):
+//
+//	standalone (no management.cattle.io/cluster-name label): the fleet Cluster, for both;
+//	Rancher-provisioned (provisioning Cluster with spec.rkeConfig): the provisioning Cluster, for both;
+//	imported or legacy: annotations from the provisioning Cluster, else the
+//	management Cluster; env written on the management Cluster.
+//
+// prov is the provisioning Cluster whose status.clusterName is the label's
+// value (nil if none); mgmt the management Cluster of that name (nil if
+// none). It returns an error when a Rancher-managed cluster's writable
+// object is not there (yet).
+func Route(fc, prov, mgmt *unstructured.Unstructured) (Routing, error) {
+	mgmtName, managed := fc.GetLabels()[MgmtNameLabel]
+	if !managed {
+		r := refOf(FleetClusterGVR, fc)
+		return Routing{Target: fc, TargetRef: r, Source: fc, SourceRef: r}, nil
+	}
+	if prov != nil && hasRKEConfig(prov) {
+		r := refOf(ProvisioningClusterGVR, prov)
+		return Routing{Target: prov, TargetRef: r, Source: prov, SourceRef: r, RancherManaged: true, Provisioned: true}, nil
+	}
+	if mgmt == nil {
+		return Routing{}, fmt.Errorf("fleet Cluster %s/%s: management Cluster %q not found", fc.GetNamespace(), fc.GetName(), mgmtName)
+	}
+	out := Routing{Target: mgmt, TargetRef: refOf(ManagementClusterGVR, mgmt), RancherManaged: true}
+	if prov != nil {
+		out.Source, out.SourceRef = prov, refOf(ProvisioningClusterGVR, prov)
+	} else {
+		out.Source, out.SourceRef = mgmt, out.TargetRef
+	}
+	return out, nil
+}
