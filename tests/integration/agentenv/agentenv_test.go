@@ -139,7 +139,6 @@ func TestRancherManagedClustersAreWrittenWhereRancherReads(t *testing.T) {
 		m.SetName(mgmtName)
 		m.SetAnnotations(mgmtAnn)
 		create(t, mgmtGVR, m)
-		t.Cleanup(func() { _ = res(mgmtGVR, "").Delete(ctx, mgmtName, metav1.DeleteOptions{}) })
 		if withProv {
 			p := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "provisioning.cattle.io/v1", "kind": "Cluster",
 				"spec": map[string]interface{}{"kubernetesVersion": "v1.30.4+rke2r1"}}}

@@ -160,12 +160,16 @@ func fleetCluster(ns, name string, labels, annotations map[string]string, env ..
 	return u
 }
 
+// create creates u and deletes it when the test ends: envtest runs no
+// namespace controller, so objects outlive their test's namespace, and
+// every controller a later test starts would see them.
 func create(t *testing.T, gvr schema.GroupVersionResource, u *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
 	out, err := res(gvr, u.GetNamespace()).Create(context.Background(), u, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create %s %s: %v", gvr.Resource, u.GetName(), err)
 	}
+	t.Cleanup(func() { _ = res(gvr, u.GetNamespace()).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
 	return out
 }
 
