@@ -2,8 +2,10 @@
 // Rancher setting. Its subcommands:
 //
 //	leasetune check --lease-duration 30s --renew-deadline 25s --retry-period 10s
+//	leasetune controller [--kubeconfig FILE]
 //
-// validates a timing triple and prints what it costs.
+// check validates a timing triple and prints what it costs; controller runs
+// the settings provider and the controllers that propagate the timings.
 package main
 
 import (
@@ -73,6 +75,6 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(newCheckCommand())
+	root.AddCommand(newCheckCommand(), newControllerCommand())
 	return root
 }

@@ -39,6 +39,11 @@ var (
 		Name: "leasetune_clusters_left_alone",
 		Help: "Downstream clusters left as they were, per reason (invalid, foreign).",
 	}, []string{"reason"})
+	// QueueDepth is the number of keys waiting in a controller's work queue.
+	QueueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "leasetune_workqueue_depth",
+		Help: "Keys waiting in a controller's work queue.",
+	}, []string{"controller"})
 	// PropagationSeconds is how long the last propagation of a changed triple took.
 	PropagationSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "leasetune_last_propagation_duration_seconds",
@@ -48,5 +53,5 @@ var (
 
 func init() {
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		SettingsApplied, SettingsRefused, Writes, AgentChannel, ClustersLeftAlone, PropagationSeconds)
+		SettingsApplied, SettingsRefused, Writes, AgentChannel, ClustersLeftAlone, PropagationSeconds, QueueDepth)
 }

@@ -126,6 +126,7 @@ func New(opts Options) *Controller {
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	c.factory.Start(ctx.Done())
+	defer c.factory.Shutdown()
 	for gvr, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("cache of %s did not sync", gvr)
@@ -163,6 +164,7 @@ func (c *Controller) EnqueueAll() {
 	for _, key := range c.fleet.GetStore().ListKeys() {
 		c.queue.Add(key)
 	}
+	metrics.QueueDepth.WithLabelValues("agentenv").Set(float64(c.queue.Len()))
 }
 
 func (c *Controller) enqueueFleet(obj interface{}) {
@@ -205,6 +207,7 @@ func (c *Controller) worker(ctx context.Context) {
 		if quit {
 			return
 		}
+		metrics.QueueDepth.WithLabelValues("agentenv").Set(float64(c.queue.Len()))
 		key := item.(string)
 		err := c.sync(ctx, key)
 		switch {

@@ -11,7 +11,9 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 )
 
-func e(name, value string) map[string]interface{} { return map[string]interface{}{"name": name, "value": value} }
+func e(name, value string) map[string]interface{} {
+	return map[string]interface{}{"name": name, "value": value}
+}
 
 const (
 	L = "CATTLE_ELECTION_LEASE_DURATION"

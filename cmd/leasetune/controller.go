@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/manager"
+)
+
+// kubeFlags are the flags every command that talks to a cluster shares.
+type kubeFlags struct {
+	kubeconfig string
+	qps        float32
+	burst      int
+}
+
+func (k *kubeFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&k.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else the in-cluster config, else ~/.kube/config)")
+	cmd.Flags().Float32Var(&k.qps, "kube-api-qps", 100, "requests per second to the kube-apiserver (client-go's default 5 is far too low for thousands of clusters)")
+	cmd.Flags().IntVar(&k.burst, "kube-api-burst", 200, "request burst to the kube-apiserver")
+}
+
+// restConfig loads the REST config: --kubeconfig, else $KUBECONFIG, else
+// the in-cluster config, else the default kubeconfig file.
+func (k *kubeFlags) restConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	switch {
+	case k.kubeconfig != "":
+		cfg, err = clientcmd.BuildConfigFromFlags("", k.kubeconfig)
+	case os.Getenv("KUBECONFIG") != "":
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
+	default:
+		cfg, err = rest.InClusterConfig()
+		if err != nil {
+			cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
+		}
+	}
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("no usable kubeconfig: %w", err)}
+	}
+	cfg.QPS, cfg.Burst = k.qps, k.burst
+	return cfg, nil
+}
+
+// defaultNamespace is the pod's namespace (POD_NAMESPACE), else leasetune-system.
+func defaultNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "leasetune-system"
+}
+
+func newLogger(format, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, &usageError{fmt.Errorf("--log-level %q: %w", level, err)}
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	}
+	return nil, &usageError{fmt.Errorf("--log-format %q: want json or text", format)}
+}
+
+// newControllerCommand returns `leasetune controller`: the settings
+// provider and both controllers, behind leader election.
+func newControllerCommand() *cobra.Command {
+	var (
+		kf                  kubeFlags
+		cfg                 manager.Config
+		channel             string
+		logFormat, logLevel string
+		noLeaderElection    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the settings provider and the controllers that propagate the timings",
+		Long: `Run the settings provider and the fleetsettings and agentenv controllers.
+
+Only the replica holding the Lease <namespace>/<lease-name> writes. Its own
+timings come from CATTLE_ELECTION_LEASE_DURATION, _RENEW_DEADLINE and
+_RETRY_PERIOD, validated like the settings (default 30s/25s/10s). SIGTERM or
+SIGINT stops it gracefully: the controllers stop, the Lease is released, and
+it exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(logFormat, logLevel)
+			if err != nil {
+				return err
+			}
+			if channel != "auto" {
+				ch, err := fleet.ParseChannel(channel)
+				if err != nil {
+					return &usageError{fmt.Errorf("--fleet-agent-channel: %w", err)}
+				}
+				cfg.ChannelOverride = ch
+			}
+			cfg.LeaderElection = !noLeaderElection
+			if cfg.Identity == "" {
+				cfg.Identity = manager.DefaultIdentity()
+			}
+			if cfg.Timings, err = manager.TimingsFromEnv(os.Environ()); err != nil {
+				log.Error("refusing to start", "error", err.Error())
+				return &exitError{code: exitInvalid}
+			}
+			rc, err := kf.restConfig()
+			if err != nil {
+				return err
+			}
+			cfg.QPS, cfg.Burst = kf.qps, kf.burst
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			log.Info("starting", "namespace", cfg.Namespace, "fleetNamespace", cfg.FleetNamespace,
+				"identity", cfg.Identity, "leaderElection", cfg.LeaderElection)
+			if err := manager.Run(ctx, rc, cfg, log); err != nil {
+				log.Error("stopped", "error", err.Error())
+				return &exitError{code: exitInvalid}
+			}
+			return nil
+		},
+	}
+	kf.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&cfg.Namespace, "namespace", defaultNamespace(), "the project's namespace: its Lease and state ConfigMaps ($POD_NAMESPACE when set)")
+	f.StringVar(&cfg.FleetNamespace, "fleet-namespace", fleet.DefaultNamespace, "the Fleet system namespace")
+	f.StringVar(&cfg.RancherNamespace, "rancher-namespace", "cattle-system", "the namespace of Rancher's rancher-config ConfigMap")
+	f.StringVar(&channel, "fleet-agent-channel", "auto", "how fleet-agents get their timings: auto (detect), agentmanagement (Fleet v0.13+), cluster-env-v0.12, cluster-env-v0.9, none (v0.10-v0.11)")
+	f.BoolVar(&cfg.InstallCRDs, "install-crds", true, "create the Setting CRD when it is missing (never replaces Rancher's)")
+	f.IntVar(&cfg.Workers, "workers", 4, "concurrent cluster syncs")
+	f.Float64Var(&cfg.AgentRolloutPerMinute, "agent-rollout-per-minute", 0, "at most this many cluster agent-env writes a minute, to spread agent restarts (0: unpaced)")
+	f.BoolVar(&noLeaderElection, "no-leader-election", false, "run without a Lease (one replica only)")
+	f.StringVar(&cfg.LeaseName, "lease-name", "leasetune", "name of the Lease")
+	f.StringVar(&cfg.Identity, "identity", "", "this replica's identity in the Lease (default: $POD_NAME or the host name, with the pid)")
+	f.StringVar(&cfg.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty: off)")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", ":8080", "address of /metrics (empty: off)")
+	f.StringVar(&logFormat, "log-format", "json", "json or text")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}

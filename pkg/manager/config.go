@@ -1,0 +1,94 @@
+package manager
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
+)
+
+// Config is everything Run needs besides the REST config.
+type Config struct {
+	// Namespace is the project's own namespace: its Lease and state
+	// ConfigMaps live there.
+	Namespace string
+	// FleetNamespace is the Fleet system namespace (cattle-fleet-system).
+	FleetNamespace string
+	// RancherNamespace holds rancher-config (cattle-system).
+	RancherNamespace string
+	// ChannelOverride replaces the Fleet agent channel detection when set.
+	ChannelOverride fleet.AgentChannel
+	// InstallCRDs creates the Setting CRD when it is missing.
+	InstallCRDs bool
+
+	// QPS and Burst configure the API client; thousands of clusters need
+	// far more than client-go's default 5/10.
+	QPS   float32
+	Burst int
+	// Workers is the number of concurrent agentenv syncs.
+	Workers int
+	// AgentRolloutPerMinute paces the cluster writes; 0 is unpaced.
+	AgentRolloutPerMinute float64
+
+	// LeaderElection enables the Lease lock LeaseName; Identity names this
+	// replica (the pod name). Timings is the lock's own triple.
+	LeaderElection bool
+	LeaseName      string
+	Identity       string
+	Timings        election.Timings
+
+	// HealthAddr serves /healthz and /readyz; MetricsAddr serves /metrics.
+	// Empty disables a server.
+	HealthAddr  string
+	MetricsAddr string
+
+	// LookupEnv reads the settings' env overrides; os.LookupEnv when nil.
+	LookupEnv func(string) (string, bool)
+}
+
+// DefaultTimings is the project's own lock triple when no
+// CATTLE_ELECTION_* env var is set: Fleet's 30s/25s/10s, a fifth of the
+// lock traffic of wrangler's 45s/30s/2s.
+var DefaultTimings = election.FleetDefaults
+
+// TimingsFromEnv reads the project's own lock triple from CATTLE_ELECTION_*
+// in env (os.Environ() form), as every wrangler process does, with the same
+// validation as the settings. None set: DefaultTimings. Some set, an
+// unparsable value or an invalid triple: an error naming the variable, the
+// value and the rule.
+func TimingsFromEnv(environ []string) (election.Timings, error) {
+	var vars []corev1.EnvVar
+	for _, kv := range environ {
+		for i := 0; i < len(kv); i++ {
+			if kv[i] == '=' {
+				vars = append(vars, corev1.EnvVar{Name: kv[:i], Value: kv[i+1:]})
+				break
+			}
+		}
+	}
+	t, found, err := election.CattlePrefix.FromEnv(vars)
+	if err != nil {
+		return t, fmt.Errorf("leader election: %w", err)
+	}
+	if !found {
+		return DefaultTimings, nil
+	}
+	if err := t.Validate(); err != nil {
+		return t, fmt.Errorf("leader election from CATTLE_ELECTION_*: %w", err)
+	}
+	return t, nil
+}
+
+// DefaultIdentity is the pod name (HOSTNAME), else the host name, with the
+// process id, so two processes on one host never share an identity.
+func DefaultIdentity() string {
+	h, _ := os.Hostname()
+	if p := os.Getenv("POD_NAME"); p != "" {
+		h = p
+	}
+	return fmt.Sprintf("%s_%d_%d", h, os.Getpid(), time.Now().UnixNano()%100000)
+}

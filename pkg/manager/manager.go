@@ -1,0 +1,292 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rancher/wrangler/v2/pkg/generated/controllers/apps"
+	"github.com/rancher/wrangler/v2/pkg/generated/controllers/core"
+	"github.com/rancher/wrangler/v2/pkg/generic"
+	corev1 "k8s.io/api/core/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+
+	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/crds"
+	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
+	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+// UserAgent identifies the project's requests; the API server also uses it
+// as the field manager of writes that name none.
+const UserAgent = "leasetune"
+
+// Run runs the project until ctx ends (then it stops gracefully, releases
+// its Lease and returns nil) or leadership is lost (an error). Only the
+// leader runs the provider and the controllers; every replica serves the
+// health and metrics endpoints.
+func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) error {
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst, rc.UserAgent = cfg.QPS, cfg.Burst, UserAgent
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	var ready atomic.Bool
+	stopServers, err := serve(cfg, &ready, log)
+	if err != nil {
+		return err
+	}
+	defer stopServers()
+
+	if cfg.InstallCRDs {
+		created, err := crds.EnsureSetting(ctx, apiextclient.NewForConfigOrDie(rc))
+		if err != nil {
+			return err
+		}
+		if created {
+			log.Info("installed the Setting CRD (no Rancher here)")
+		}
+	}
+
+	components := func(ctx context.Context) error { return runComponents(ctx, rc, cs, cfg, &ready, log) }
+	if !cfg.LeaderElection {
+		return components(ctx)
+	}
+	if err := cfg.Timings.Validate(); err != nil {
+		return fmt.Errorf("own leader election: %w", err)
+	}
+	// running tracks the components; once le.Run has returned, a late
+	// OnStartedLeading goroutine must not start them.
+	var (
+		mu      sync.Mutex
+		running sync.WaitGroup
+		done    bool
+		compErr error
+	)
+	lostCtx, lost := context.WithCancel(context.Background())
+	defer lost()
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.LeaseName},
+			Client:     cs.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
+		},
+		LeaseDuration:   cfg.Timings.LeaseDuration,
+		RenewDeadline:   cfg.Timings.RenewDeadline,
+		RetryPeriod:     cfg.Timings.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            cfg.LeaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lctx context.Context) {
+				mu.Lock()
+				if done || ctx.Err() != nil {
+					mu.Unlock()
+					return
+				}
+				running.Add(1)
+				mu.Unlock()
+				defer running.Done()
+				// The components stop when the lease is lost or when ctx
+				// ends; in the latter case the lease is released only
+				// after they have stopped, so no two leaders ever write.
+				cctx, ccancel := context.WithCancel(lctx)
+				defer ccancel()
+				defer context.AfterFunc(ctx, ccancel)()
+				log.Info("leading", "lease", cfg.Namespace+"/"+cfg.LeaseName, "identity", cfg.Identity, "timings", cfg.Timings.String())
+				if err := components(cctx); err != nil && cctx.Err() == nil {
+					compErr = err
+					lost()
+				}
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					log.Error("leadership lost", "identity", cfg.Identity)
+					lost()
+				}
+			},
+			OnNewLeader: func(id string) {
+				if id != cfg.Identity {
+					log.Info("following", "leader", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ready.Store(true) // followers are ready: they serve, they do not write
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-lostCtx.Done():
+		case <-ctx.Done():
+			mu.Lock()
+			done = true
+			mu.Unlock()
+			running.Wait() // the components stop first (ctx ended them) ...
+		}
+		cancel() // ... then le.Run releases the Lease and returns
+	}()
+	le.Run(runCtx) // returns once the lease is released or lost
+	mu.Lock()
+	done = true
+	mu.Unlock()
+	running.Wait()
+	switch {
+	case compErr != nil:
+		return compErr
+	case ctx.Err() == nil:
+		return errors.New("leadership lost")
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// runComponents runs the provider and both controllers until ctx ends.
+func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, ready *atomic.Bool, log *slog.Logger) error {
+	b := record.NewBroadcaster()
+	defer b.Shutdown()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	recorder := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"})
+
+	mf, err := management.NewFactoryFromConfig(rc)
+	if err != nil {
+		return err
+	}
+	provider := settings.NewProvider(settings.ProviderOptions{
+		Settings: mf.Management().V3().Setting(), ConfigMaps: cs.CoreV1(), Namespace: cfg.Namespace,
+		Recorder: recorder, LookupEnv: cfg.LookupEnv, Log: log,
+	})
+	if err := provider.Register(ctx); err != nil {
+		return err
+	}
+	af, err := apps.NewFactoryFromConfigWithOptions(rc, &generic.FactoryOptions{Namespace: cfg.FleetNamespace})
+	if err != nil {
+		return err
+	}
+	cf, err := core.NewFactoryFromConfigWithOptions(rc, &generic.FactoryOptions{Namespace: cfg.RancherNamespace})
+	if err != nil {
+		return err
+	}
+	fs, err := fleetsettings.Register(ctx, fleetsettings.Options{
+		Namespace: cfg.FleetNamespace, RancherNamespace: cfg.RancherNamespace, StateNamespace: cfg.Namespace,
+		ChannelOverride: cfg.ChannelOverride, Deployments: af.Apps().V1().Deployment(), ConfigMaps: cf.Core().V1().ConfigMap(),
+		Client: cs, Triples: provider, Recorder: recorder, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	for _, start := range []func(context.Context, int) error{mf.Start, af.Start, cf.Start} {
+		if err := start(ctx, 2); err != nil {
+			return err
+		}
+	}
+	ready.Store(true)
+
+	// agentenv needs the fleet Cluster kind; wait for Fleet's CRDs.
+	dc := discovery.NewDiscoveryClientForConfigOrDie(rc)
+	var rancher bool
+	err = wait.PollUntilContextCancel(ctx, 30*time.Second, true, func(context.Context) (bool, error) {
+		if !served(dc, agentenv.FleetClusterGVR) {
+			log.Info("waiting for the clusters.fleet.cattle.io CRD")
+			return false, nil
+		}
+		rancher = served(dc, agentenv.ProvisioningClusterGVR) && served(dc, agentenv.ManagementClusterGVR)
+		return true, nil
+	})
+	if err != nil {
+		return nil // ctx ended
+	}
+	log.Info("agentenv starting", "rancher", rancher)
+	ac := agentenv.New(agentenv.Options{
+		Client: dynamic.NewForConfigOrDie(rc), Rancher: rancher, Triples: provider, Channels: fs,
+		Recorder: recorder, Log: log, Workers: cfg.Workers, ClustersPerMinute: cfg.AgentRolloutPerMinute,
+	})
+	return ac.Run(ctx)
+}
+
+// served reports whether the API server serves the resource.
+func served(dc discovery.DiscoveryInterface, gvr schema.GroupVersionResource) bool {
+	l, err := dc.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil {
+		return false
+	}
+	for _, r := range l.APIResources {
+		if r.Name == gvr.Resource {
+			return true
+		}
+	}
+	return false
+}
+
+// serve starts the health and metrics servers; the returned function
+// stops them.
+func serve(cfg Config, ready *atomic.Bool, log *slog.Logger) (func(), error) {
+	var servers []*http.Server
+	start := func(addr string, h http.Handler) error {
+		if addr == "" {
+			return nil
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, s)
+		go func() {
+			if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("server stopped", "addr", addr, "error", err)
+			}
+		}()
+		return nil
+	}
+	health := http.NewServeMux()
+	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	metricsMux := http.NewServeMux()
+	metricsMux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	stop := func() {
+		for _, s := range servers {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = s.Shutdown(ctx)
+			cancel()
+		}
+	}
+	if err := start(cfg.HealthAddr, health); err != nil {
+		return stop, err
+	}
+	if err := start(cfg.MetricsAddr, metricsMux); err != nil {
+		stop()
+		return stop, err
+	}
+	return stop, nil
+}
