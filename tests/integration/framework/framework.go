@@ -105,6 +105,21 @@ func Main(m *testing.M, cp **ControlPlane, opts Options) int {
 	return code
 }
 
+// Kubeconfig writes a kubeconfig for an admin (system:masters) user of the
+// control plane into dir and returns its path, for processes the tests start.
+func (c *ControlPlane) Kubeconfig(dir string) (string, error) {
+	u, err := c.env.AddUser(envtest.User{Name: "e2e-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	b, err := u.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "kubeconfig")
+	return p, os.WriteFile(p, b, 0o600)
+}
+
 // Namespace creates a namespace with a random name for test t and deletes
 // it when t ends.
 func (c *ControlPlane) Namespace(t testing.TB) string {

@@ -1,0 +1,277 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
+)
+
+var (
+	settingGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
+	fleetGVR   = schema.GroupVersionResource{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "clusters"}
+)
+
+// env is one test's namespaces.
+type env struct{ ns, fleetNS, rancherNS string }
+
+func newEnv(t *testing.T) env {
+	resetSettings(t)
+	return env{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t)}
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// proc is a running leasetune controller process.
+type proc struct {
+	identity string
+	cmd      *exec.Cmd
+	out      *syncBuffer
+	health   string
+	metrics  string
+	exited   chan struct{}
+	exitCode int
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// start runs `leasetune controller` for env e with its own lock timings of
+// 4s/2s/1s (fast failover for the test).
+func start(t *testing.T, e env, identity string) *proc {
+	t.Helper()
+	p := &proc{identity: identity, out: &syncBuffer{}, health: freeAddr(t), metrics: freeAddr(t), exited: make(chan struct{})}
+	p.cmd = exec.Command(binary, "controller", "--kubeconfig", kubeconfig, "--namespace", e.ns,
+		"--fleet-namespace", e.fleetNS, "--rancher-namespace", e.rancherNS, "--identity", identity,
+		"--health-addr", p.health, "--metrics-addr", p.metrics, "--log-format", "text")
+	p.cmd.Env = append(os.Environ(), "CATTLE_ELECTION_LEASE_DURATION=4s", "CATTLE_ELECTION_RENEW_DEADLINE=2s", "CATTLE_ELECTION_RETRY_PERIOD=1s")
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		p.exitCode = p.cmd.ProcessState.ExitCode()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("--- %s output ---\n%s", identity, p.out.String())
+		}
+	})
+	eventually(t, identity+" ready", func() bool { return p.get("/readyz", p.health) == "ok" })
+	return p
+}
+
+func (p *proc) get(path, addr string) string {
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return string(b)
+}
+
+// term sends SIGTERM and returns the exit code.
+func (p *proc) term(t *testing.T) int {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not stop within 30s of SIGTERM", p.identity)
+	}
+	return p.exitCode
+}
+
+// holder returns the identity holding the project's Lease.
+func holder(t *testing.T, e env) string {
+	l, err := cp.Client.CoordinationV1().Leases(e.ns).Get(context.Background(), "leasetune", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+func dyn(gvr schema.GroupVersionResource, ns string) dynamic.ResourceInterface {
+	d := dynamic.NewForConfigOrDie(cp.Config)
+	if ns == "" {
+		return d.Resource(gvr)
+	}
+	return d.Resource(gvr).Namespace(ns)
+}
+
+func resetSettings(t *testing.T) {
+	t.Helper()
+	for _, d := range settings.Registry {
+		_ = dyn(settingGVR, "").Delete(context.Background(), d.Name, metav1.DeleteOptions{})
+	}
+	eventually(t, "settings gone", func() bool {
+		l, err := dyn(settingGVR, "").List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0
+	})
+}
+
+func setSetting(t *testing.T, name, value string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"value": value})
+	if _, err := dyn(settingGVR, "").Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// installFleet creates the Fleet v0.14 Deployments in e.fleetNS as Helm would.
+func installFleet(t *testing.T, e env) []string {
+	t.Helper()
+	path, err := framework.SharedFixture("fleet/fleet-v0.14.10-deployments.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	var names []string
+	for {
+		var d appsv1.Deployment
+		if err := dec.Decode(&d); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if d.Name == "" {
+			continue
+		}
+		d.Namespace = e.fleetNS
+		if _, err := cp.Client.AppsV1().Deployments(e.fleetNS).Create(context.Background(), &d, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, d.Name)
+	}
+	return names
+}
+
+// addCluster creates a standalone fleet Cluster with the given annotations,
+// deleted when the test ends.
+func addCluster(t *testing.T, ns, name string, ann map[string]string) {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
+		"spec": map[string]interface{}{"agentEnvVars": []interface{}{map[string]interface{}{"name": "HTTPS_PROXY", "value": "http://proxy:3128"}}}}}
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetAnnotations(ann)
+	if _, err := dyn(fleetGVR, ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dyn(fleetGVR, ns).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+func clusterEnv(t *testing.T, ns, name string) string {
+	t.Helper()
+	u, err := dyn(fleetGVR, ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _, _ := unstructured.NestedSlice(u.Object, "spec", "agentEnvVars")
+	var out []string
+	for _, it := range l {
+		m := it.(map[string]interface{})
+		out = append(out, fmt.Sprintf("%s=%v", m["name"], m["value"]))
+	}
+	return strings.Join(out, ",")
+}
+
+// controllerTriple reads CATTLE_ELECTION_* of a Deployment's first container.
+func controllerTriple(t *testing.T, e env, name string) election.Timings {
+	t.Helper()
+	d, err := cp.Client.AppsV1().Deployments(e.fleetNS).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, _, _ := election.CattlePrefix.FromEnv(d.Spec.Template.Spec.Containers[0].Env)
+	return tm
+}
+
+// versions snapshots the resourceVersions of everything the project may write.
+func versions(t *testing.T, e env) string {
+	t.Helper()
+	var out []string
+	ds, _ := cp.Client.AppsV1().Deployments(e.fleetNS).List(context.Background(), metav1.ListOptions{})
+	for _, d := range ds.Items {
+		out = append(out, d.Name+"="+d.ResourceVersion)
+	}
+	for _, gvr := range []schema.GroupVersionResource{fleetGVR, settingGVR} {
+		l, _ := dyn(gvr, "").List(context.Background(), metav1.ListOptions{})
+		for _, u := range l.Items {
+			out = append(out, u.GetName()+"="+u.GetResourceVersion())
+		}
+	}
+	cms, _ := cp.Client.CoreV1().ConfigMaps(e.ns).List(context.Background(), metav1.ListOptions{})
+	for _, c := range cms.Items {
+		out = append(out, c.Name+"="+c.ResourceVersion)
+	}
+	return strings.Join(out, " ")
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("%s: not within 60s", what)
+	}
+}

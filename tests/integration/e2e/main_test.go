@@ -1,0 +1,71 @@
+// Package e2e_test runs the built leasetune binary as a process against a
+// real kube-apiserver seeded with a Fleet v0.14 installation, as an
+// operator would run it: a setting change reaches the Fleet Deployments and
+// the clusters; SIGTERM stops it with exit 0; a restart writes nothing; two
+// replicas elect one leader and never write twice.
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"leasetune.io/leasetune/pkg/crds"
+	"leasetune.io/leasetune/tests/integration/framework"
+)
+
+var (
+	cp         *framework.ControlPlane
+	binary     string
+	kubeconfig string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "leasetune-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "leasetune")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/leasetune")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build leasetune:", err)
+		return 1
+	}
+	fleetCRD, err1 := framework.SharedFixture("fleet/fleet-v0.14.10-clusters-crd.yaml")
+	provCRD, err2 := framework.SharedFixture("rancher/provisioning.cattle.io_clusters-crd.yaml")
+	for _, err := range []error{err1, err2} {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	c, err := framework.Start(framework.Options{CRDDirectoryPaths: []string{
+		filepath.Join(root, crds.SettingPath), fleetCRD, provCRD,
+		filepath.Join(root, "tests/integration/testdata/management.cattle.io_clusters.yaml"),
+	}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer c.Stop()
+	cp = c
+	if kubeconfig, err = c.Kubeconfig(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
