@@ -13,7 +13,7 @@ INTEGRATION_PKGS := ./tests/integration/...
 UNIT_PKGS := $(shell $(GO) list ./... | grep -v /tests/integration/)
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 3m
 
-.PHONY: all build test test-unit test-integration controlplane lint generate verify-generated fmt fuzz clean
+.PHONY: all build test test-unit test-integration controlplane lint chart-lint generate verify-generated fmt fuzz clean
 
 all: lint build test
 
@@ -40,7 +40,15 @@ verify-generated: ## fail if the committed generated code differs from what gene
 	  if ! diff -r "$$tmp/pkg" pkg; then echo "generated code is stale: run make generate and commit"; \
 	    rm -rf pkg; cp -a "$$tmp/pkg" .; exit 1; fi
 
-lint: verify-generated ## gofmt, go vet, go.mod tidiness, generated code current
+HELM_TEMPLATE_FLAGS := --namespace leasetune-system --kube-version 1.30.0
+
+chart-lint: ## helm lint and helm template of charts/leasetune (helm built from tools/helm)
+	helm="$$(scripts/helm.sh)" && "$$helm" lint --strict charts/leasetune && \
+	  "$$helm" lint --strict charts/leasetune --set installCRDs=false,replicaCount=1,podDisruptionBudget.enabled=false && \
+	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) >/dev/null && \
+	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^kind: PodDisruptionBudget'
+
+lint: verify-generated chart-lint ## gofmt, go vet, go.mod tidiness, generated code current, chart
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@tmp="$$(mktemp -d)"; cp go.mod go.sum "$$tmp"/; $(GO) mod tidy; \
