@@ -13,12 +13,20 @@ INTEGRATION_PKGS := ./tests/integration/...
 UNIT_PKGS := $(shell $(GO) list ./... | grep -v /tests/integration/)
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 3m
 
-.PHONY: all build test test-unit test-integration controlplane lint chart-lint generate verify-generated fmt fuzz clean
+.PHONY: all build run test test-unit test-integration controlplane lint chart-lint generate verify-generated fmt fuzz clean
 
 all: lint build test
 
 build: ## build bin/leasetune
 	$(GO) build -o $(BIN) ./cmd/leasetune
+
+run: build ## run leasetune: against $$KUBECONFIG when set, else against a local control plane seeded with a sample installation
+	@if [ -n "$$KUBECONFIG" ]; then \
+	  echo "running against $$KUBECONFIG (nothing is seeded)"; exec $(BIN) controller --log-format text; \
+	else \
+	  assets="$$(scripts/controlplane.sh)" && $(GO) build -o bin/devenv ./hack/devenv && \
+	  exec bin/devenv "$$assets" "$$PWD/$(BIN)" "$$PWD/.cache/dev"; \
+	fi
 
 controlplane: ## build kube-apiserver and etcd into .cache/controlplane (idempotent)
 	scripts/controlplane.sh

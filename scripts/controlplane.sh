@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds a real kube-apiserver and etcd for envtest from the pinned Go modules
+# Builds a real kube-apiserver, etcd and kubectl for envtest and `make run` from the pinned Go modules
 # in tools/controlplane/go.mod, into a git-ignored cache folder:
 #   .cache/controlplane/k8s-<kubernetes version>-etcd-<etcd version>/
 # Idempotent: if both binaries are already there, nothing is built.
@@ -20,7 +20,7 @@ k8s_date="$(modver k8s.io/kubernetes '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}
 etcd_version="$(modver go.etcd.io/etcd/server/v3 '{{.Version}}')"      # e.g. v3.5.16
 
 out="$root/.cache/controlplane/k8s-${k8s_version}-etcd-${etcd_version}"
-if [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
+if [[ -x "$out/kube-apiserver" && -x "$out/etcd" && -x "$out/kubectl" ]]; then
   echo "$out"
   exit 0
 fi
@@ -49,5 +49,7 @@ build() {
 
 build etcd go.etcd.io/etcd/server/v3 "-s -w"
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$apiserver_ldflags"
+# kubectl, for `make run` (the commands it prints) and for envtest.
+build kubectl k8s.io/kubernetes/cmd/kubectl "$apiserver_ldflags"
 
 echo "$out"

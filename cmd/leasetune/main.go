@@ -75,6 +75,6 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(newCheckCommand(), newControllerCommand())
+	root.AddCommand(newCheckCommand(), newControllerCommand(), newPlanCommand(), newCleanupCommand())
 	return root
 }

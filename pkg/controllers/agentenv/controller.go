@@ -247,12 +247,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return nil // the related object's arrival re-enqueues it
 	}
 	for attempt := 0; ; attempt++ {
-		env, err := agentEnvVars(rt.Target)
-		if err != nil {
-			return c.leaveAlone(ctx, key, rt, ProblemForeign, err)
-		}
-		vals, set := overrides(rt.Source)
-		d := Decide(env, ownRecord(rt.Target), vals, set, global, channel)
+		d := rt.Decide(global, channel)
 		if d.Problem != "" {
 			return c.leaveAlone(ctx, key, rt, d.Problem, d.Err)
 		}
@@ -309,34 +304,45 @@ func (c *Controller) resource(r Ref) dynamic.ResourceInterface {
 	return c.opts.Client.Resource(r.GVR).Namespace(r.Namespace)
 }
 
-// write patches spec.agentEnvVars and the record of the target, with the
-// resourceVersion read (a JSON merge patch replaces the list whole, so the
-// precondition is what keeps a concurrent edit from being lost).
+// write patches the target with the decision.
 func (c *Controller) write(ctx context.Context, rt Routing, d Decision) error {
-	var rec interface{}
-	if d.Record != nil {
-		b, err := json.Marshal(d.Record)
+	return Write(ctx, c.opts.Client, rt.TargetRef, rt.Target.GetResourceVersion(), d.Env, d.Record)
+}
+
+// Write patches spec.agentEnvVars and the ownership record of the object
+// ref, with the resourceVersion read: a JSON merge patch replaces the list
+// whole, so the precondition is what keeps a concurrent edit from being
+// lost (the API server answers a conflict). An empty env removes the
+// field; a nil record removes the annotation.
+func Write(ctx context.Context, client dynamic.Interface, ref Ref, resourceVersion string,
+	env []map[string]interface{}, rec map[string]string) error {
+	var recValue interface{}
+	if rec != nil {
+		b, err := json.Marshal(rec)
 		if err != nil {
 			return err
 		}
-		rec = string(b)
+		recValue = string(b)
 	}
-	var env interface{}
-	if len(d.Env) > 0 {
-		env = d.Env
+	var envValue interface{}
+	if len(env) > 0 {
+		envValue = env
 	}
 	body, err := json.Marshal(map[string]interface{}{
 		"metadata": map[string]interface{}{
-			"resourceVersion": rt.Target.GetResourceVersion(),
-			"annotations":     map[string]interface{}{RecordAnnotation: rec},
+			"resourceVersion": resourceVersion,
+			"annotations":     map[string]interface{}{RecordAnnotation: recValue},
 		},
-		"spec": map[string]interface{}{"agentEnvVars": env},
+		"spec": map[string]interface{}{"agentEnvVars": envValue},
 	})
 	if err != nil {
 		return err
 	}
-	_, err = c.resource(rt.TargetRef).Patch(ctx, rt.TargetRef.Name, types.MergePatchType, body,
-		metav1.PatchOptions{FieldManager: FieldManager})
+	var r dynamic.ResourceInterface = client.Resource(ref.GVR)
+	if ref.Namespace != "" {
+		r = client.Resource(ref.GVR).Namespace(ref.Namespace)
+	}
+	_, err = r.Patch(ctx, ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
 	return err
 }
 

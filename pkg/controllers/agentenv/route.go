@@ -3,6 +3,9 @@ package agentenv
 import (
 	"fmt"
 
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -75,4 +78,38 @@ func Route(fc, prov, mgmt *unstructured.Unstructured) (Routing, error) {
 		out.Source, out.SourceRef = mgmt, out.TargetRef
 	}
 	return out, nil
+}
+
+// Decide runs Decide on the routed objects: the target's agent env and
+// ownership record, the source's override annotations.
+func (rt Routing) Decide(global election.Timings, channel fleet.AgentChannel) Decision {
+	env, err := agentEnvVars(rt.Target)
+	if err != nil {
+		return Decision{Problem: ProblemForeign, Err: err}
+	}
+	vals, set := overrides(rt.Source)
+	return Decide(env, ownRecord(rt.Target), vals, set, global, channel)
+}
+
+// Strip returns the target's agent env without the entries the project
+// owns (those its record shows with the recorded value), and whether there
+// were any: what `leasetune cleanup` writes.
+func (rt Routing) Strip() ([]map[string]interface{}, bool, error) {
+	env, err := agentEnvVars(rt.Target)
+	if err != nil {
+		return nil, false, err
+	}
+	rec := ownRecord(rt.Target)
+	var out []map[string]interface{}
+	removed := false
+	for _, e := range env {
+		name, _ := e["name"].(string)
+		value, _ := e["value"].(string)
+		if want, ok := rec[name]; ok && want == value && election.CattlePrefix.Owns(name) {
+			removed = true
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, removed, nil
 }

@@ -18,7 +18,7 @@ var cp *framework.ControlPlane
 func TestMain(m *testing.M) {
 	fleetCRD, err1 := framework.SharedFixture("fleet/fleet-v0.14.10-clusters-crd.yaml")
 	provCRD, err2 := framework.SharedFixture("rancher/provisioning.cattle.io_clusters-crd.yaml")
-	mgmtCRD, err3 := filepath.Abs("../testdata/management.cattle.io_clusters.yaml")
+	mgmtCRD, err3 := filepath.Abs("../../../hack/devenv/crds/clusters.management.cattle.io.yaml")
 	for _, err := range []error{err1, err2, err3} {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -55,7 +55,7 @@ func run(m *testing.M) int {
 	}
 	c, err := framework.Start(framework.Options{CRDDirectoryPaths: []string{
 		filepath.Join(root, crds.SettingPath), fleetCRD, provCRD,
-		filepath.Join(root, "tests/integration/testdata/management.cattle.io_clusters.yaml"),
+		filepath.Join(root, "hack/devenv/crds/clusters.management.cattle.io.yaml"),
 	}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(framework.Main(m, &cp, framework.Options{CRDDirectoryPaths: []string{
 		filepath.Join(root, crds.SettingPath), fleetCRD, provCRD,
-		filepath.Join(root, "tests/integration/testdata/management.cattle.io_clusters.yaml"),
+		filepath.Join(root, "hack/devenv/crds/clusters.management.cattle.io.yaml"),
 	}}))
 }
 

@@ -1,0 +1,166 @@
+// Command devenv is `make run` without a KUBECONFIG: it starts a local
+// kube-apiserver and etcd (the ones the tests use), installs the CRDs
+// leasetune needs, seeds a sample Rancher + Fleet installation, runs
+// `leasetune controller` against it, prints how to change a setting and see
+// the effect, and stops everything on Ctrl-C.
+package main
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"leasetune.io/leasetune/pkg/crds"
+)
+
+//go:embed crds/*.yaml
+var crdFiles embed.FS
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "devenv:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	if len(os.Args) != 4 {
+		return fmt.Errorf("usage: devenv <control-plane assets dir> <leasetune binary> <state dir>")
+	}
+	assets, binary, dir := os.Args[1], os.Args[2], os.Args[3]
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	setting, err := crds.Setting()
+	if err != nil {
+		return err
+	}
+	list := []*apiextv1.CustomResourceDefinition{setting}
+	entries, _ := crdFiles.ReadDir("crds")
+	for _, e := range entries {
+		b, _ := crdFiles.ReadFile("crds/" + e.Name())
+		var c apiextv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(b, &c); err != nil {
+			return fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		list = append(list, &c)
+	}
+	fmt.Println("starting kube-apiserver and etcd ...")
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: list, ControlPlaneStartTimeout: 3 * time.Minute}
+	cfg, err := env.Start()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = env.Stop(); fmt.Println("control plane stopped") }()
+	user, err := env.AddUser(envtest.User{Name: "dev-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		return err
+	}
+	if err := seed(ctx, kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg)); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+
+	cmd := exec.Command(binary, "controller", "--kubeconfig", kubeconfig, "--namespace", "leasetune-system",
+		"--log-format", "text", "--health-addr", "127.0.0.1:8081", "--metrics-addr", "127.0.0.1:8080")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	kubectl := filepath.Join(assets, "kubectl")
+	fmt.Printf(`
+leasetune is running against a local control plane seeded with Fleet v0.14 and five clusters.
+
+  export KUBECONFIG=%[1]s
+  alias kubectl=%[2]s
+
+Change a setting (as PUT /v3/settings/<name> would) and watch it reach Fleet:
+  kubectl patch setting fleet-leader-election-retry-period --type merge -p '{"value":"5s"}'
+  kubectl -n cattle-fleet-system get deploy fleet-controller -o jsonpath='{.spec.template.spec.containers[0].env}'
+A value that would crash-loop Fleet is refused, with the reason:
+  kubectl patch setting fleet-leader-election-retry-period --type merge -p '{"value":"30s"}'
+  kubectl get events -n default --field-selector involvedObject.name=fleet-leader-election-retry-period
+Downstream agents, and the per-cluster override annotations:
+  kubectl patch setting fleet-agent-leader-election-retry-period --type merge -p '{"value":"15s"}'
+  kubectl -n fleet-default get clusters.fleet.cattle.io edge-1 -o jsonpath='{.spec.agentEnvVars}'
+  kubectl -n fleet-default get clusters.provisioning.cattle.io prod-rke2 -o jsonpath='{.spec.agentEnvVars}'
+  kubectl -n fleet-default annotate clusters.fleet.cattle.io edge-1 election.cattle.io/retry-period=20s
+Every write leasetune would make now, without making it:
+  %[3]s plan --kubeconfig %[1]s --namespace leasetune-system
+Settings: kubectl get settings | grep leader-election     Metrics: http://127.0.0.1:8080/metrics
+
+Ctrl-C stops everything.
+`, kubeconfig, kubectl, binary)
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		err = <-done
+		fmt.Println("leasetune stopped")
+	case err = <-done:
+		err = fmt.Errorf("leasetune exited: %v", err)
+	}
+	return err
+}
+
+// seed creates the namespaces, the Fleet Deployments, rancher-config and
+// the clusters of the sample installation.
+func seed(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface) error {
+	for _, ns := range []string{"cattle-fleet-system", "cattle-system", "leasetune-system", "fleet-local", "fleet-default"} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	for _, d := range fleetDeployments() {
+		if _, err := cs.AppsV1().Deployments("cattle-fleet-system").Create(ctx, d, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
+			return err
+		}
+	}
+	if _, err := cs.CoreV1().ConfigMaps("cattle-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "rancher-config"}, Data: map[string]string{"fleet": rancherConfigFleetValues},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	for _, o := range clusters() {
+		gv, err := schema.ParseGroupVersion(o.GetAPIVersion())
+		if err != nil {
+			return err
+		}
+		gvr := gv.WithResource("clusters")
+		var r dynamic.ResourceInterface = dyn.Resource(gvr)
+		if o.GetNamespace() != "" {
+			r = dyn.Resource(gvr).Namespace(o.GetNamespace())
+		}
+		if _, err := r.Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("%s %s/%s: %w", gvr.Group, o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return nil
+}

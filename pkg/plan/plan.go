@@ -1,0 +1,298 @@
+// Package plan computes, from the current state of a cluster and without
+// writing anything, every write the controllers would make (`leasetune
+// plan`), and every entry the project has written that `leasetune cleanup`
+// would remove. It reads through the same pure functions the controllers
+// use, so the listing is what they would do.
+package plan
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+// Options names the namespaces, as the controller's flags do.
+type Options struct {
+	Namespace, FleetNamespace, RancherNamespace string
+	ChannelOverride                             fleet.AgentChannel
+}
+
+// Change is one field a write would change.
+type Change struct {
+	// Object names the object, e.g. "Deployment cattle-fleet-system/gitjob".
+	Object string
+	// Field names the field, e.g. "container gitjob env CATTLE_ELECTION_RETRY_PERIOD".
+	Field string
+	// Old and New are the values ("" for absent).
+	Old, New string
+	// Restarts says what the write redeploys.
+	Restarts string
+}
+
+// Report is the outcome of Compute.
+type Report struct {
+	Triples   map[settings.Component]settings.ComponentStatus
+	Channel   fleet.AgentChannel
+	Evidence  string
+	Changes   []Change
+	LeftAlone []string
+	// clusters are the routings of every cluster, for Cleanup.
+	clusters []agentenv.Routing
+}
+
+var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
+
+// Compute reads the cluster and returns the writes the controllers would make.
+func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Report, error) {
+	r := &Report{}
+	// Settings and the provider's state.
+	var objs []v3.Setting
+	l, err := dyn.Resource(settingsGVR).List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("list settings: %w", err)
+	}
+	if l != nil {
+		for _, it := range l.Items {
+			if _, ok := settings.Lookup(it.GetName()); !ok {
+				continue
+			}
+			var s v3.Setting
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object, &s); err != nil {
+				return nil, err
+			}
+			objs = append(objs, s)
+		}
+	}
+	var stateData map[string]string
+	if cm, err := cs.CoreV1().ConfigMaps(opts.Namespace).Get(ctx, "leasetune-state", metav1.GetOptions{}); err == nil {
+		stateData = cm.Data
+	}
+	if r.Triples, err = settings.Snapshot(objs, stateData); err != nil {
+		r.LeftAlone = append(r.LeftAlone, "state: "+err.Error())
+	}
+	ctrl, agent := r.Triples[settings.FleetController], r.Triples[settings.FleetAgent]
+
+	// The channel: the flag, else the record, else detection.
+	var recorded fleet.AgentChannel
+	if cm, err := cs.CoreV1().ConfigMaps(opts.Namespace).Get(ctx, fleetsettings.ChannelConfigMapName, metav1.GetOptions{}); err == nil {
+		recorded, _ = fleet.ParseChannel(cm.Data["channel"])
+		r.Channel, r.Evidence = recorded, "recorded: "+cm.Data["evidence"]
+	}
+	deps, err := cs.AppsV1().Deployments(opts.FleetNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list deployments in %s: %w", opts.FleetNamespace, err)
+	}
+	for i := range deps.Items {
+		if d := &deps.Items[i]; d.Name == fleet.ControllerDeployment {
+			det := fleet.DetectChannel(d, fleetsettings.FieldManager, recorded)
+			r.Channel, r.Evidence = det.Channel, det.Evidence
+		}
+	}
+	if opts.ChannelOverride != "" {
+		r.Channel, r.Evidence = opts.ChannelOverride, "--fleet-agent-channel"
+	}
+
+	// Fleet Deployments.
+	in := fleetsettings.Inputs{Controller: ctrl.Effective, ControllerOK: ctrl.HasEffective,
+		Agent: agent.Effective, AgentOK: agent.HasEffective, Channel: r.Channel}
+	for i := range deps.Items {
+		d := &deps.Items[i]
+		for _, ch := range fleetsettings.Desired(d, in) {
+			for _, e := range ch.Env {
+				r.Changes = append(r.Changes, Change{
+					Object: "Deployment " + d.Namespace + "/" + d.Name, Field: "container " + ch.Container + " env " + e.Name,
+					Old: envValue(d, ch.Container, e.Name), New: e.Value, Restarts: "a rollout of " + d.Name,
+				})
+			}
+		}
+	}
+	// rancher-config.
+	if cm, err := cs.CoreV1().ConfigMaps(opts.RancherNamespace).Get(ctx, fleetsettings.RancherConfigName, metav1.GetOptions{}); err == nil {
+		merged, changed, err := fleetsettings.MergeChartValues(cm.Data[fleetsettings.RancherConfigKey], ctrl.Effective, ctrl.HasEffective, agent.Effective, agent.HasEffective)
+		switch {
+		case err != nil:
+			r.LeftAlone = append(r.LeftAlone, "ConfigMap "+opts.RancherNamespace+"/rancher-config: "+err.Error())
+		case changed:
+			r.Changes = append(r.Changes, Change{Object: "ConfigMap " + opts.RancherNamespace + "/rancher-config",
+				Field: "data.fleet (leaderElection.*, agent.leaderElection.*)", Old: "…", New: "\n" + merged,
+				Restarts: "nothing now; Rancher's next Fleet chart upgrade keeps these values"})
+		}
+	}
+	// Downstream clusters.
+	if err := r.planClusters(ctx, dyn, agent); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent settings.ComponentStatus) error {
+	list := func(gvr schema.GroupVersionResource) ([]unstructured.Unstructured, error) {
+		l, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", gvr.Resource+"."+gvr.Group, err)
+		}
+		return l.Items, nil
+	}
+	fcs, err := list(agentenv.FleetClusterGVR)
+	if err != nil {
+		return err
+	}
+	provs, err := list(agentenv.ProvisioningClusterGVR)
+	if err != nil {
+		return err
+	}
+	mgmts, err := list(agentenv.ManagementClusterGVR)
+	if err != nil {
+		return err
+	}
+	provBy, mgmtBy := map[string]*unstructured.Unstructured{}, map[string]*unstructured.Unstructured{}
+	for i := range provs {
+		if n, _, _ := unstructured.NestedString(provs[i].Object, "status", "clusterName"); n != "" {
+			provBy[n] = &provs[i]
+		}
+	}
+	for i := range mgmts {
+		mgmtBy[mgmts[i].GetName()] = &mgmts[i]
+	}
+	for i := range fcs {
+		fc := &fcs[i]
+		name := fc.GetLabels()[agentenv.MgmtNameLabel]
+		rt, err := agentenv.Route(fc, provBy[name], mgmtBy[name])
+		if err != nil {
+			r.LeftAlone = append(r.LeftAlone, err.Error())
+			continue
+		}
+		r.clusters = append(r.clusters, rt)
+		if !agent.HasEffective {
+			continue
+		}
+		d := rt.Decide(agent.Effective, r.Channel)
+		if d.Problem != "" {
+			r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("%s: %s: %v", rt.SourceRef, d.Problem, d.Err))
+			continue
+		}
+		if d.Change {
+			r.Changes = append(r.Changes, Change{Object: rt.TargetRef.String(), Field: "spec.agentEnvVars",
+				Old: envString(rt.Target), New: envItems(d.Env), Restarts: restarts(rt)})
+		}
+	}
+	return nil
+}
+
+func restarts(rt agentenv.Routing) string {
+	s := "fleet-agent"
+	if rt.RancherManaged {
+		s += ", cattle-cluster-agent"
+	}
+	if rt.Provisioned {
+		s += ", the system agent on every node"
+	}
+	return s
+}
+
+// envValue returns the value of env name in a container of d ("" when
+// absent; "(valueFrom)" when it takes its value from a source).
+func envValue(d *appsv1.Deployment, container, name string) string {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name != container {
+			continue
+		}
+		v := ""
+		for _, e := range c.Env {
+			if e.Name == name {
+				v = e.Value
+				if e.ValueFrom != nil {
+					v = "(valueFrom)"
+				}
+			}
+		}
+		return v
+	}
+	return ""
+}
+
+func envString(u *unstructured.Unstructured) string {
+	l, _, _ := unstructured.NestedSlice(u.Object, "spec", "agentEnvVars")
+	var items []map[string]interface{}
+	for _, it := range l {
+		if m, ok := it.(map[string]interface{}); ok {
+			items = append(items, m)
+		}
+	}
+	return envItems(items)
+}
+
+func envItems(items []map[string]interface{}) string {
+	var out []string
+	for _, m := range items {
+		v, ok := m["value"].(string)
+		if !ok {
+			v = "(valueFrom)"
+		}
+		out = append(out, fmt.Sprintf("%v=%s", m["name"], v))
+	}
+	if len(out) == 0 {
+		return "(none)"
+	}
+	return strings.Join(out, " ")
+}
+
+// Print writes the report for a person.
+func (r *Report) Print(w io.Writer) {
+	for _, c := range settings.Components {
+		st := r.Triples[c]
+		switch {
+		case st.Refused != nil && st.HasEffective:
+			fmt.Fprintf(w, "%s: %s in effect (the current settings are refused: %v)\n", c, st.Effective, st.Refused)
+		case st.Refused != nil:
+			fmt.Fprintf(w, "%s: no valid triple: %v; nothing is propagated for it\n", c, st.Refused)
+		default:
+			fmt.Fprintf(w, "%s: %s\n", c, st.Effective)
+		}
+	}
+	if r.Channel != "" {
+		fmt.Fprintf(w, "fleet agent channel: %s (%s)\n", r.Channel, r.Evidence)
+	} else {
+		fmt.Fprintln(w, "fleet agent channel: unknown (no fleet-controller Deployment): nothing is written to clusters")
+	}
+	fmt.Fprintln(w)
+	if len(r.Changes) == 0 {
+		fmt.Fprintln(w, "No writes: everything is converged.")
+	}
+	sort.SliceStable(r.Changes, func(i, j int) bool { return r.Changes[i].Object < r.Changes[j].Object })
+	restart := map[string]bool{}
+	for _, c := range r.Changes {
+		old := c.Old
+		if old == "" {
+			old = "(absent)"
+		}
+		fmt.Fprintf(w, "%s\n  %s: %s → %s\n  restarts: %s\n", c.Object, c.Field, old, c.New, c.Restarts)
+		restart[c.Object] = true
+	}
+	if len(r.Changes) > 0 {
+		fmt.Fprintf(w, "\n%d changes on %d objects.\n", len(r.Changes), len(restart))
+	}
+	for _, l := range r.LeftAlone {
+		fmt.Fprintf(w, "left alone: %s\n", l)
+	}
+}
