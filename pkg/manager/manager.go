@@ -200,7 +200,10 @@ func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface
 		return err
 	}
 	for _, start := range []func(context.Context, int) error{mf.Start, af.Start, cf.Start} {
-		if err := start(ctx, 2); err != nil {
+		if err := startFactory(ctx, start); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopping
+			}
 			return err
 		}
 	}
@@ -226,6 +229,21 @@ func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface
 		Recorder: recorder, Log: log, Workers: cfg.Workers, ClustersPerMinute: cfg.AgentRolloutPerMinute,
 	})
 	return ac.Run(ctx)
+}
+
+// startFactory starts a wrangler factory, but returns as soon as ctx ends:
+// lasso's start-up health check (cache.healthcheck.pingUntilGood) keeps
+// retrying with a cancelled context, which would hold up a SIGTERM that
+// arrives during start-up forever.
+func startFactory(ctx context.Context, start func(context.Context, int) error) error {
+	errc := make(chan error, 1)
+	go func() { errc <- start(ctx, 2) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // served reports whether the API server serves the resource.

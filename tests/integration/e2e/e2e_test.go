@@ -69,6 +69,20 @@ func TestOperatorJourney(t *testing.T) {
 	}
 }
 
+// TestSIGTERMDuringStartup: a stop requested while the controllers start
+// still ends in time with exit 0 (lasso's start-up health check ignores a
+// cancelled context; the manager must not wait for it).
+func TestSIGTERMDuringStartup(t *testing.T) {
+	e := newEnv(t)
+	installFleet(t, e)
+	for i := 0; i < 3; i++ {
+		p := start(t, e, "early")
+		if code := p.term(t); code != 0 {
+			t.Fatalf("exit code %d", code)
+		}
+	}
+}
+
 // TestTwoReplicas: one leader, no double writes, and failover.
 func TestTwoReplicas(t *testing.T) {
 	e := newEnv(t)

@@ -127,6 +127,8 @@ func (p *proc) term(t *testing.T) int {
 	select {
 	case <-p.exited:
 	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT) // the Go runtime prints every goroutine's stack
+		<-p.exited
 		t.Fatalf("%s did not stop within 30s of SIGTERM", p.identity)
 	}
 	return p.exitCode
