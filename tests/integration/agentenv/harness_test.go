@@ -41,7 +41,11 @@ func (s *triples) Effective(c settings.Component) (election.Timings, bool) {
 	defer s.mu.Unlock()
 	return s.agent, c == settings.FleetAgent
 }
-func (s *triples) OnChange(f func()) { s.mu.Lock(); s.listeners = append(s.listeners, f); s.mu.Unlock() }
+func (s *triples) OnChange(f func()) {
+	s.mu.Lock()
+	s.listeners = append(s.listeners, f)
+	s.mu.Unlock()
+}
 func (s *triples) set(t election.Timings) {
 	s.mu.Lock()
 	s.agent = t
@@ -169,7 +173,9 @@ func create(t *testing.T, gvr schema.GroupVersionResource, u *unstructured.Unstr
 	if err != nil {
 		t.Fatalf("create %s %s: %v", gvr.Resource, u.GetName(), err)
 	}
-	t.Cleanup(func() { _ = res(gvr, u.GetNamespace()).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = res(gvr, u.GetNamespace()).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{})
+	})
 	return out
 }
 
