@@ -84,6 +84,7 @@ func newControllerCommand() *cobra.Command {
 		channel             string
 		logFormat, logLevel string
 		noLeaderElection    bool
+		serviceAccount      string
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -109,6 +110,7 @@ it exits 0.`,
 				cfg.ChannelOverride = ch
 			}
 			cfg.LeaderElection = !noLeaderElection
+			cfg.ServiceAccount = "system:serviceaccount:" + cfg.Namespace + ":" + serviceAccount
 			if cfg.Identity == "" {
 				cfg.Identity = manager.DefaultIdentity()
 			}
@@ -146,6 +148,11 @@ it exits 0.`,
 	f.StringVar(&cfg.Identity, "identity", "", "this replica's identity in the Lease (default: $POD_NAME or the host name, with the pid)")
 	f.StringVar(&cfg.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty: off)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", ":8080", "address of /metrics (empty: off)")
+	f.StringVar(&cfg.WebhookAddr, "webhook-addr", ":9443", "HTTPS address of the admission webhook and the /v3/settings API, on every replica (empty: off)")
+	f.StringVar(&cfg.WebhookService, "webhook-service", "leasetune-webhook", "the Service in front of --webhook-addr (named in the serving certificate)")
+	f.StringSliceVar(&cfg.WebhookHosts, "webhook-host", nil, "more DNS names or IPs for the serving certificate (repeatable)")
+	f.StringVar(&cfg.WebhookConfigName, "webhook-config", "leasetune", "the ValidatingWebhookConfiguration whose caBundle leasetune keeps current")
+	f.StringVar(&serviceAccount, "service-account", "leasetune", "leasetune's own service account (in --namespace), whose writes the webhook never refuses")
 	f.StringVar(&logFormat, "log-format", "json", "json or text")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd

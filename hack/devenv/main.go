@@ -87,7 +87,8 @@ func run() error {
 	}
 
 	cmd := exec.Command(binary, "controller", "--kubeconfig", kubeconfig, "--namespace", "leasetune-system",
-		"--log-format", "text", "--health-addr", "127.0.0.1:8081", "--metrics-addr", "127.0.0.1:8080")
+		"--log-format", "text", "--health-addr", "127.0.0.1:8081", "--metrics-addr", "127.0.0.1:8080",
+		"--webhook-addr", "127.0.0.1:9443", "--webhook-host", "127.0.0.1")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return err

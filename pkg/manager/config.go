@@ -46,6 +46,21 @@ type Config struct {
 	HealthAddr  string
 	MetricsAddr string
 
+	// WebhookAddr serves the admission webhook and the /v3/settings API
+	// over TLS on every replica; empty disables them.
+	WebhookAddr string
+	// WebhookService is the Service in front of WebhookAddr; the serving
+	// certificate names <service>.<namespace>.svc.
+	WebhookService string
+	// WebhookHosts are more names or IPs for the serving certificate.
+	WebhookHosts []string
+	// WebhookConfigName is the ValidatingWebhookConfiguration whose
+	// caBundle is kept current.
+	WebhookConfigName string
+	// ServiceAccount is the project's own user name, whose writes the
+	// webhook never refuses.
+	ServiceAccount string
+
 	// LookupEnv reads the settings' env overrides; os.LookupEnv when nil.
 	LookupEnv func(string) (string, bool)
 }

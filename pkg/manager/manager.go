@@ -70,6 +70,15 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 		}
 	}
 
+	if cfg.WebhookAddr != "" {
+		if err := serveTLS(ctx, rc, cs, cfg, log); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+
 	components := func(ctx context.Context) error { return runComponents(ctx, rc, cs, cfg, &ready, log) }
 	if !cfg.LeaderElection {
 		return components(ctx)
@@ -136,7 +145,7 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 	if err != nil {
 		return err
 	}
-	ready.Store(true) // followers are ready: they serve, they do not write
+	ready.Store(true) // followers are ready: they serve the webhook and the API, they do not write
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {

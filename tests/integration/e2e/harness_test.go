@@ -85,7 +85,7 @@ func start(t *testing.T, e env, identity string) *proc {
 	p := &proc{identity: identity, out: &syncBuffer{}, health: freeAddr(t), metrics: freeAddr(t), exited: make(chan struct{})}
 	p.cmd = exec.Command(binary, "controller", "--kubeconfig", kubeconfig, "--namespace", e.ns,
 		"--fleet-namespace", e.fleetNS, "--rancher-namespace", e.rancherNS, "--identity", identity,
-		"--health-addr", p.health, "--metrics-addr", p.metrics, "--log-format", "text")
+		"--health-addr", p.health, "--metrics-addr", p.metrics, "--webhook-addr", freeAddr(t), "--log-format", "text")
 	p.cmd.Env = append(os.Environ(), "CATTLE_ELECTION_LEASE_DURATION=4s", "CATTLE_ELECTION_RENEW_DEADLINE=2s", "CATTLE_ELECTION_RETRY_PERIOD=1s")
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {

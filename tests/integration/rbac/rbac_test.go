@@ -193,6 +193,9 @@ func TestControllerWorksWithTheChartsRBAC(t *testing.T) {
 			QPS: 100, Burst: 200, Workers: 2, LeaderElection: true, LeaseName: "leasetune", Identity: "rbac-test",
 			Timings:   election.Timings{LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second},
 			LookupEnv: func(string) (string, bool) { return "", false },
+			// The webhook too: its Secret and the caBundle need their rights.
+			WebhookAddr: "127.0.0.1:0", WebhookService: "leasetune-webhook", WebhookConfigName: "leasetune",
+			ServiceAccount: "system:serviceaccount:" + ns + ":leasetune",
 		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
 
@@ -234,6 +237,9 @@ func TestControllerWorksWithTheChartsRBAC(t *testing.T) {
 		l, err := cp.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) > 0
 	})
+	if _, err := cp.Client.CoreV1().Secrets(ns).Get(ctx, manager.WebhookSecretName, metav1.GetOptions{}); err != nil {
+		t.Errorf("webhook Secret: %v", err)
+	}
 	cancel()
 	if err := <-errc; err != nil {
 		t.Errorf("manager.Run: %v", err)

@@ -1,0 +1,251 @@
+// Package settingsapi serves a Rancher-compatible /v3/settings API for the
+// project's six settings, for installations without Rancher: list, get and
+// PUT, with Rancher's JSON shape (id, name, value, default, customized,
+// source, type "setting", links) and error shape (norman's httperror codes).
+//
+// It acts with the caller's bearer token against the kube-apiserver, never
+// with the controller's own credentials, so Kubernetes RBAC decides who may
+// read and change what. A PUT is validated before it is written: an invalid
+// value answers 422 with the rule and the numbers, an env-sourced setting
+// 405, an unknown name 404; no token 401; a user without the right 403.
+package settingsapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/rancher/norman/httperror"
+	"github.com/rancher/norman/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ktypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+// Prefix is the path the API serves.
+const Prefix = "/v3/settings"
+
+var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
+
+// Server is the /v3/settings API.
+type Server struct {
+	// Base locates the kube-apiserver (host and CA); its credentials are
+	// never used: each request carries the caller's token.
+	Base *rest.Config
+	Log  *slog.Logger
+}
+
+// Register adds the API's handlers to mux.
+func (s *Server) Register(mux *http.ServeMux) {
+	mux.HandleFunc(Prefix, s.handle)
+	mux.HandleFunc(Prefix+"/", s.handle)
+}
+
+// resource is a Setting in Rancher's JSON shape.
+type resource struct {
+	types.Resource
+	BaseType   string `json:"baseType"`
+	Name       string `json:"name"`
+	Value      string `json:"value"`
+	Default    string `json:"default"`
+	Customized bool   `json:"customized"`
+	Source     string `json:"source"`
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	token, ok := bearer(r)
+	if !ok {
+		writeError(w, httperror.NewAPIError(httperror.Unauthorized, "a bearer token is required"))
+		return
+	}
+	cfg := rest.AnonymousClientConfig(s.Base)
+	cfg.BearerToken = token
+	cfg.UserAgent = "leasetune-settings-api"
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	client := dyn.Resource(settingsGVR)
+	name := strings.Trim(strings.TrimPrefix(r.URL.Path, Prefix), "/")
+	switch {
+	case name == "" && r.Method == http.MethodGet:
+		s.list(w, r, client)
+	case name != "" && r.Method == http.MethodGet:
+		s.get(w, r, client, name)
+	case name != "" && r.Method == http.MethodPut:
+		s.put(w, r, client, name)
+	default:
+		writeError(w, httperror.NewAPIError(httperror.MethodNotAllowed, r.Method+" is not supported on "+r.URL.Path))
+	}
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, c dynamic.NamespaceableResourceInterface) {
+	objs, err := listOurs(r.Context(), c)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	coll := types.GenericCollection{Collection: types.Collection{Type: "collection", ResourceType: "setting",
+		Links: map[string]string{"self": baseURL(r) + Prefix}, Actions: map[string]string{}}, Data: []interface{}{}}
+	for _, o := range objs {
+		coll.Data = append(coll.Data, toResource(r, o))
+	}
+	writeJSON(w, http.StatusOK, coll)
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, c dynamic.NamespaceableResourceInterface, name string) {
+	if _, ok := settings.Lookup(name); !ok {
+		writeError(w, httperror.NewAPIError(httperror.NotFound, "setting "+name+" not found"))
+		return
+	}
+	u, err := c.Get(r.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	o, err := fromUnstructured(u)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toResource(r, o))
+}
+
+// put validates the new value against the current settings, then writes
+// only value, all with the caller's token.
+func (s *Server) put(w http.ResponseWriter, r *http.Request, c dynamic.NamespaceableResourceInterface, name string) {
+	var body struct {
+		Value *string `json:"value"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body); err != nil || body.Value == nil {
+		writeError(w, httperror.NewFieldAPIError(httperror.MissingRequired, "value", "the body must be JSON with a string field value"))
+		return
+	}
+	if _, ok := settings.Lookup(name); !ok {
+		writeError(w, httperror.NewAPIError(httperror.NotFound, "setting "+name+" not found"))
+		return
+	}
+	objs, err := listOurs(r.Context(), c)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := settings.CheckChange(objs, name, *body.Value); err != nil {
+		var ce *settings.ChangeError
+		switch {
+		case errors.Is(err, settings.ErrReadOnly):
+			writeError(w, httperror.NewAPIError(httperror.MethodNotAllowed, err.Error()))
+		case errors.As(err, &ce):
+			writeError(w, httperror.NewFieldAPIError(httperror.InvalidBodyContent, "value", err.Error()))
+		default:
+			writeError(w, err)
+		}
+		return
+	}
+	patch, _ := json.Marshal(map[string]string{"value": *body.Value})
+	u, err := c.Patch(r.Context(), name, ktypes.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.Log.Info("setting changed through /v3", "setting", name, "value", *body.Value)
+	o, err := fromUnstructured(u)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toResource(r, o))
+}
+
+// listOurs lists the Setting objects and keeps the project's.
+func listOurs(ctx context.Context, c dynamic.NamespaceableResourceInterface) ([]v3.Setting, error) {
+	l, err := c.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []v3.Setting
+	for i := range l.Items {
+		if _, ok := settings.Lookup(l.Items[i].GetName()); !ok {
+			continue
+		}
+		o, err := fromUnstructured(&l.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func fromUnstructured(u *unstructured.Unstructured) (v3.Setting, error) {
+	var s v3.Setting
+	err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s)
+	return s, err
+}
+
+func toResource(r *http.Request, s v3.Setting) resource {
+	self := baseURL(r) + Prefix + "/" + s.Name
+	links := map[string]string{"self": self}
+	if s.Source != v3.SourceEnv {
+		links["update"] = self
+	}
+	return resource{
+		Resource: types.Resource{ID: s.Name, Type: "setting", Links: links, Actions: map[string]string{}},
+		BaseType: "setting", Name: s.Name, Value: s.Value, Default: s.Default, Customized: s.Customized, Source: s.Source,
+	}
+}
+
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if !strings.HasPrefix(h, "Bearer ") || strings.TrimSpace(h[len("Bearer "):]) == "" {
+		return "", false
+	}
+	return strings.TrimSpace(h[len("Bearer "):]), true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v interface{}) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers in Rancher's error shape. Errors of the
+// kube-apiserver keep their status (401, 403, 404, 409, a webhook's 4xx).
+func writeError(w http.ResponseWriter, err error) {
+	var ae *httperror.APIError
+	if !errors.As(err, &ae) {
+		var se apierrors.APIStatus
+		if errors.As(err, &se) && se.Status().Code != 0 {
+			st := se.Status()
+			ae = &httperror.APIError{Code: httperror.ErrorCode{Code: string(st.Reason), Status: int(st.Code)}, Message: st.Message}
+		} else {
+			ae = &httperror.APIError{Code: httperror.ServerError, Message: err.Error()}
+		}
+	}
+	body := map[string]interface{}{"type": "error", "baseType": "error", "status": ae.Code.Status, "code": ae.Code.Code, "message": ae.Message}
+	if ae.FieldName != "" {
+		body["fieldName"] = ae.FieldName
+	}
+	writeJSON(w, ae.Code.Status, body)
+}

@@ -1,0 +1,223 @@
+package admission_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"leasetune.io/leasetune/pkg/admission"
+	"leasetune.io/leasetune/pkg/controllers/agentenv"
+)
+
+const (
+	lease = "fleet-leader-election-lease-duration"
+	renew = "fleet-leader-election-renew-deadline"
+	retry = "fleet-leader-election-retry-period"
+)
+
+// invalid lists every kind of invalid value, with a part of the message the
+// user must see.
+var invalid = []struct{ name, setting, value, part string }{
+	{"unparsable", retry, "10", `retryPeriod "10" is not a duration`},
+	{"leading white space", retry, " 10s", "leading or trailing white space"},
+	{"trailing white space", lease, "30s\n", "leading or trailing white space"},
+	{"zero", retry, "0s", "retryPeriod 0s must be greater than 0"},
+	{"negative", renew, "-1s", "renewDeadline -1s must be greater than 0"},
+	{"sub-second lease", lease, "900ms", "leaseDuration 900ms must be at least 1s"},
+	{"fractional lease", lease, "30.5s", "whole number of seconds"},
+	{"over the upper bound", retry, "2h", "retryPeriod 2h0m0s must be at most 1h0m0s"},
+	{"order: retry above renew", retry, "30s", "raise fleet-leader-election-renew-deadline above 36s (1.2 × retryPeriod) first"},
+	{"order: lease below renew", lease, "20s", "lower fleet-leader-election-renew-deadline below 20s first"},
+}
+
+func TestDirectWritesAreRefusedAtTheDoor(t *testing.T) {
+	startServer(t, nil)
+	for _, c := range invalid {
+		t.Run(c.name, func(t *testing.T) {
+			err := patchValue(c.setting, c.value)
+			if err == nil || !strings.Contains(err.Error(), c.part) {
+				t.Fatalf("patch %s=%q: %v; want a denial containing %q", c.setting, c.value, err, c.part)
+			}
+		})
+	}
+	// Valid changes pass; an order of edits that works works.
+	for _, step := range []struct{ name, value string }{{lease, "60s"}, {renew, "50s"}, {retry, "20s"}, {retry, "10s"}, {renew, "25s"}, {lease, "30s"}} {
+		if err := patchValue(step.name, step.value); err != nil {
+			t.Fatalf("valid step %s=%s refused: %v", step.name, step.value, err)
+		}
+	}
+	// 60s/50s/20s → 30s/25s/10s in the wrong order is refused with the order that works.
+	for _, step := range []struct{ name, value string }{{lease, "60s"}, {renew, "50s"}, {retry, "20s"}} {
+		if err := patchValue(step.name, step.value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := patchValue(lease, "30s")
+	if err == nil || !strings.Contains(err.Error(), "to lower the timings, change the retry period, then the renew deadline, then the lease duration") {
+		t.Errorf("wrong order: %v", err)
+	}
+	// An empty value is checked as its default: 30s with renew 50s is invalid.
+	if err := patchValue(lease, ""); err == nil || !strings.Contains(err.Error(), "leaseDuration 30s must exceed renewDeadline 50s") {
+		t.Errorf("empty lease: %v", err)
+	}
+	// Writes of default and source by others pass (the webhook matches only value changes).
+	body := []byte(`{"default":"11s"}`)
+	if _, err := dyn().Resource(settingsGVR).Patch(context.Background(), retry, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		t.Errorf("a write of default was refused: %v", err)
+	}
+}
+
+func TestProjectServiceAccountIsExempt(t *testing.T) {
+	s := startServer(t, nil)
+	cfg := *cp.Config
+	cfg.Impersonate.UserName = "system:serviceaccount:" + s.ns + ":leasetune"
+	cfg.Impersonate.Groups = []string{"system:masters"}
+	body, _ := json.Marshal(map[string]string{"value": "30s"})
+	c, err := dynamicFor(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Resource(settingsGVR).Patch(context.Background(), retry, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		t.Errorf("the project's own write was refused: %v", err)
+	}
+}
+
+func TestEnvSourcedSettingIsReadOnly(t *testing.T) {
+	s := startServer(t, map[string]string{"CATTLE_FLEET_LEADER_ELECTION_RETRY_PERIOD": "4s"})
+	eventually(t, "source env", func() bool {
+		u, err := dyn().Resource(settingsGVR).Get(context.Background(), retry, metav1.GetOptions{})
+		return err == nil && u.Object["source"] == "env"
+	})
+	if err := patchValue(retry, "5s"); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("direct write of an env-sourced setting: %v", err)
+	}
+	tok := token(t, s.ns, "editor", "get", "list", "patch")
+	code, body := call(t, s, http.MethodPut, "/v3/settings/"+retry, tok, `{"value":"5s"}`)
+	if code != http.StatusMethodNotAllowed {
+		t.Errorf("PUT of an env-sourced setting: %d %v", code, body)
+	}
+}
+
+func TestSettingsAPI(t *testing.T) {
+	s := startServer(t, nil)
+	editor := token(t, s.ns, "editor", "get", "list", "patch")
+	viewer := token(t, s.ns, "viewer", "get", "list")
+	nobody := token(t, s.ns, "nobody")
+
+	code, body := call(t, s, http.MethodGet, "/v3/settings", "", "")
+	if code != http.StatusUnauthorized || body["type"] != "error" || body["code"] != "Unauthorized" {
+		t.Errorf("no token: %d %v", code, body)
+	}
+	if code, body = call(t, s, http.MethodGet, "/v3/settings", nobody, ""); code != http.StatusForbidden {
+		t.Errorf("no rights: %d %v", code, body)
+	}
+	code, body = call(t, s, http.MethodGet, "/v3/settings", viewer, "")
+	if code != http.StatusOK || body["type"] != "collection" || len(body["data"].([]interface{})) != 6 {
+		t.Fatalf("list: %d %v", code, body)
+	}
+	code, body = call(t, s, http.MethodGet, "/v3/settings/"+retry, viewer, "")
+	if code != http.StatusOK || body["id"] != retry || body["type"] != "setting" || body["name"] != retry ||
+		body["default"] != "10s" || body["value"] != "" || body["customized"] != false || body["links"] == nil {
+		t.Errorf("get: %d %v", code, body)
+	}
+	if code, body = call(t, s, http.MethodGet, "/v3/settings/server-url", viewer, ""); code != http.StatusNotFound {
+		t.Errorf("unknown name: %d %v", code, body)
+	}
+	if code, body = call(t, s, http.MethodPut, "/v3/settings/"+retry, viewer, `{"value":"5s"}`); code != http.StatusForbidden {
+		t.Errorf("PUT without the right: %d %v", code, body)
+	}
+	for _, c := range invalid {
+		code, body := call(t, s, http.MethodPut, "/v3/settings/"+c.setting, editor, fmt.Sprintf(`{"value":%q}`, c.value))
+		if code != http.StatusUnprocessableEntity || !strings.Contains(fmt.Sprint(body["message"]), c.part) {
+			t.Errorf("%s: %d %v; want 422 containing %q", c.name, code, body, c.part)
+		}
+	}
+	code, body = call(t, s, http.MethodPut, "/v3/settings/"+retry, editor, `{"value":"5s"}`)
+	if code != http.StatusOK || body["value"] != "5s" {
+		t.Errorf("valid PUT: %d %v", code, body)
+	}
+	if code, _ = call(t, s, http.MethodPut, "/v3/settings/server-url", editor, `{"value":"x"}`); code != http.StatusNotFound {
+		t.Errorf("PUT unknown: %d", code)
+	}
+	if code, _ = call(t, s, http.MethodDelete, "/v3/settings/"+retry, editor, ""); code != http.StatusMethodNotAllowed {
+		t.Errorf("DELETE: %d", code)
+	}
+}
+
+func TestWebhookDownBlocksOnlyOurSettings(t *testing.T) {
+	s := startServer(t, nil)
+	s.stop()
+	// Rancher's own settings never reach the webhook.
+	rancher := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Setting", "value": "https://rancher.example.com"}}
+	rancher.SetName("server-url")
+	if _, err := dyn().Resource(settingsGVR).Create(context.Background(), rancher, metav1.CreateOptions{}); err != nil {
+		t.Errorf("Rancher's setting blocked while the webhook is down: %v", err)
+	}
+	if err := patchValue("server-url", "https://other.example.com"); err != nil {
+		t.Errorf("Rancher's setting blocked while the webhook is down: %v", err)
+	}
+	// Ours fail closed (failurePolicy Fail).
+	if err := patchValue(retry, "5s"); err == nil {
+		t.Error("a change of our setting passed while the webhook was down")
+	}
+}
+
+func TestOverrideAnnotations(t *testing.T) {
+	s := startServer(t, nil)
+	ns := cp.Namespace(t)
+	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster", "spec": map[string]interface{}{}}}
+	fc.SetNamespace(ns)
+	fc.SetName("edge")
+	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
+	if _, err := r.Create(context.Background(), fc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	annotate := func(v interface{}) error {
+		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{agentenv.RetryPeriodAnnotation: v}}})
+		_, err := r.Patch(context.Background(), "edge", types.MergePatchType, body, metav1.PatchOptions{})
+		return err
+	}
+	if err := annotate("30s"); err == nil || !strings.Contains(err.Error(), "renewDeadline 25s must exceed 1.2 × retryPeriod 30s = 36s") {
+		t.Errorf("invalid override: %v", err)
+	}
+	if err := annotate("ten"); err == nil || !strings.Contains(err.Error(), `annotation election.cattle.io/retry-period: retryPeriod "ten" is not a duration`) {
+		t.Errorf("unparsable override: %v", err)
+	}
+	if err := annotate("5s"); err != nil {
+		t.Errorf("valid override: %v", err)
+	}
+	if err := annotate(nil); err != nil {
+		t.Errorf("removing an override: %v", err)
+	}
+	// Fleet's own writes (no override change) never reach the webhook; with it down, nothing is blocked.
+	s.stop()
+	if err := annotate("30s"); err != nil {
+		t.Errorf("webhook down (failurePolicy Ignore) blocked a write: %v", err)
+	}
+}
+
+func TestReplicasShareOneCertificate(t *testing.T) {
+	ns := cp.Namespace(t)
+	type res struct {
+		ca  []byte
+		err error
+	}
+	out := make(chan res, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			_, ca, err := admission.EnsureCerts(context.Background(), cp.Client, ns, "tls", []string{"leasetune-webhook." + ns + ".svc"})
+			out <- res{ca, err}
+		}()
+	}
+	a, b := <-out, <-out
+	if a.err != nil || b.err != nil || string(a.ca) != string(b.ca) || len(a.ca) == 0 {
+		t.Errorf("two replicas got different CAs: %v %v", a.err, b.err)
+	}
+}

@@ -1,0 +1,230 @@
+package admission_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/manager"
+)
+
+var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
+
+// server is a manager running in this process, with its webhook on addr.
+type server struct {
+	ns, addr string
+	cancel   context.CancelFunc
+	done     chan error
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startServer runs the manager as the project's service account (so its own
+// writes are exempt, as in a real installation) with the given env for the
+// settings, and installs the chart's webhook configuration pointed at it.
+func startServer(t *testing.T, env map[string]string) *server {
+	t.Helper()
+	resetSettings(t)
+	s := &server{ns: cp.Namespace(t), addr: freeAddr(t), done: make(chan error, 1)}
+	installWebhookConfig(t, s)
+	sa := rest.CopyConfig(cp.Config)
+	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + s.ns + ":leasetune", Groups: []string{"system:masters"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() {
+		s.done <- manager.Run(ctx, sa, manager.Config{
+			Namespace: s.ns, FleetNamespace: cp.Namespace(t), RancherNamespace: cp.Namespace(t),
+			QPS: 100, Burst: 200, Workers: 1,
+			WebhookAddr: s.addr, WebhookService: "leasetune-webhook", WebhookHosts: []string{"127.0.0.1"},
+			WebhookConfigName: "leasetune", ServiceAccount: "system:serviceaccount:" + s.ns + ":leasetune",
+			LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	}()
+	t.Cleanup(s.stop)
+	eventually(t, "settings created", func() bool {
+		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(l.Items) >= 6
+	})
+	eventually(t, "webhook answers", func() bool {
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Second}
+		resp, err := c.Get("https://" + s.addr + "/v3/settings")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	eventually(t, "caBundle published", func() bool {
+		v, err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), "leasetune", metav1.GetOptions{})
+		return err == nil && len(v.Webhooks[0].ClientConfig.CABundle) > 0 && len(v.Webhooks[1].ClientConfig.CABundle) > 0
+	})
+	return s
+}
+
+func (s *server) stop() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+		s.cancel = nil
+	}
+}
+
+// installWebhookConfig renders the chart and installs its
+// ValidatingWebhookConfiguration, pointed at s by URL.
+func installWebhookConfig(t *testing.T, s *server) {
+	t.Helper()
+	out, err := exec.Command("bash", filepath.Join(root, "scripts/helm.sh")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	b, err := exec.Command(lines[len(lines)-1], "template", "leasetune", filepath.Join(root, "charts/leasetune"),
+		"--kube-version", "1.30.0", "--set", "namespaceOverride="+s.ns).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			t.Fatal("no ValidatingWebhookConfiguration in the chart")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(doc, []byte("kind: ValidatingWebhookConfiguration")) {
+			continue
+		}
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := utilyaml.Unmarshal(doc, &vwc); err != nil {
+			t.Fatal(err)
+		}
+		for i := range vwc.Webhooks {
+			url := "https://" + s.addr + *vwc.Webhooks[i].ClientConfig.Service.Path
+			vwc.Webhooks[i].ClientConfig.Service, vwc.Webhooks[i].ClientConfig.URL = nil, &url
+		}
+		vwcs := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+		_ = vwcs.Delete(context.Background(), vwc.Name, metav1.DeleteOptions{})
+		if _, err := vwcs.Create(context.Background(), &vwc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = vwcs.Delete(context.Background(), vwc.Name, metav1.DeleteOptions{}) })
+		return
+	}
+}
+
+func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(cp.Config) }
+
+// resetSettings deletes every Setting object (no webhook is installed then).
+func resetSettings(t *testing.T) {
+	t.Helper()
+	_ = cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), "leasetune", metav1.DeleteOptions{})
+	l, _ := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
+	for _, it := range l.Items {
+		_ = dyn().Resource(settingsGVR).Delete(context.Background(), it.GetName(), metav1.DeleteOptions{})
+	}
+	eventually(t, "settings gone", func() bool {
+		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0
+	})
+}
+
+// patchValue writes value as an admin would with kubectl.
+func patchValue(name, value string) error {
+	body, _ := json.Marshal(map[string]string{"value": value})
+	_, err := dyn().Resource(settingsGVR).Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{})
+	return err
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("%s: not within 60s", what)
+	}
+}
+
+// token returns a bearer token for a new service account bound to a
+// ClusterRole with the given verbs on settings (none: no binding).
+func token(t *testing.T, ns, name string, verbs ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cp.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(verbs) > 0 {
+		role := ns + "-" + name
+		if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"management.cattle.io"}, Resources: []string{"settings"}, Verbs: verbs}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := cp.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// call makes an API request and returns the status and the decoded body.
+func call(t *testing.T, s *server, method, path, tok, body string) (int, map[string]interface{}) {
+	t.Helper()
+	req, _ := http.NewRequest(method, "https://"+s.addr+path, strings.NewReader(body))
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]interface{}
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func effective(t *testing.T, l, r, p string) election.Timings {
+	tm, err := election.Parse(l, r, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm
+}
