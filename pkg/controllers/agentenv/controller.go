@@ -70,6 +70,7 @@ type Controller struct {
 	mgmt    cache.SharedIndexInformer
 
 	mu       sync.Mutex
+	changeAt time.Time          // when the triples last changed, for the propagation metric
 	problems map[string]Problem // fleet Cluster key → why it is left alone
 	reported map[string]string  // fleet Cluster key → last problem message reported
 }
@@ -117,7 +118,12 @@ func New(opts Options) *Controller {
 		c.mgmt = c.factory.ForResource(ManagementClusterGVR).Informer()
 		_, _ = c.mgmt.AddEventHandler(c.relatedHandler(func(u *unstructured.Unstructured) string { return u.GetName() }))
 	}
-	opts.Triples.OnChange(c.EnqueueAll)
+	opts.Triples.OnChange(func() {
+		c.mu.Lock()
+		c.changeAt = time.Now()
+		c.mu.Unlock()
+		c.EnqueueAll()
+	})
 	opts.Channels.OnChannelChange(c.EnqueueAll)
 	return c
 }
@@ -349,6 +355,12 @@ func Write(ctx context.Context, client dynamic.Interface, ref Ref, resourceVersi
 // wrote counts, logs and records a write.
 func (c *Controller) wrote(rt Routing, d Decision) {
 	metrics.Writes.WithLabelValues("cluster").Inc()
+	c.mu.Lock()
+	at := c.changeAt
+	c.mu.Unlock()
+	if !at.IsZero() {
+		metrics.PropagationSeconds.WithLabelValues("agentenv").Set(time.Since(at).Seconds())
+	}
 	restarts := "fleet-agent"
 	if rt.RancherManaged {
 		restarts += " and cattle-cluster-agent"

@@ -143,6 +143,11 @@ func TestSettingsAPI(t *testing.T) {
 	if code != http.StatusOK || body["value"] != "5s" {
 		t.Errorf("valid PUT: %d %v", code, body)
 	}
+	// It took effect: the provider's last good triple now has it.
+	eventually(t, "propagated", func() bool {
+		cm, err := cp.Client.CoreV1().ConfigMaps(s.ns).Get(context.Background(), "leasetune-state", metav1.GetOptions{})
+		return err == nil && strings.Contains(cm.Data["effective"], `"fleet-controller":{"leaseDuration":"30s","renewDeadline":"25s","retryPeriod":"5s"}`)
+	})
 	if code, _ = call(t, s, http.MethodPut, "/v3/settings/server-url", editor, `{"value":"x"}`); code != http.StatusNotFound {
 		t.Errorf("PUT unknown: %d", code)
 	}

@@ -1,0 +1,100 @@
+package fleetsettings
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/golang/mock/gomock"
+	"github.com/rancher/wrangler/v2/pkg/generic/fake"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	kfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+// fixedTriples is a settings.Triples that never changes.
+type fixedTriples map[settings.Component]election.Timings
+
+func (f fixedTriples) Effective(c settings.Component) (election.Timings, bool) {
+	t, ok := f[c]
+	return t, ok
+}
+func (f fixedTriples) OnChange(func()) {}
+
+func newTestController(t *testing.T, tr fixedTriples, ctrl *gomock.Controller) (*Controller, *kfake.Clientset,
+	*fake.MockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList], *fake.MockControllerInterface[*corev1.ConfigMap, *corev1.ConfigMapList]) {
+	cs := kfake.NewSimpleClientset()
+	deps := fake.NewMockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList](ctrl)
+	cms := fake.NewMockControllerInterface[*corev1.ConfigMap, *corev1.ConfigMapList](ctrl)
+	c := &Controller{
+		opts: Options{Namespace: "cattle-fleet-system", RancherNamespace: "cattle-system", StateNamespace: "leasetune",
+			Deployments: deps, ConfigMaps: cms, Client: cs, Triples: tr},
+		log:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+		channelRecord: &channelRecord{client: cs.CoreV1(), namespace: "leasetune", override: fleet.ChannelAgentManagement},
+	}
+	return c, cs, deps, cms
+}
+
+func gitjob(env []corev1.EnvVar) *appsv1.Deployment {
+	d := deployment("gitjob", corev1.Container{Name: "gitjob", Env: env})
+	d.Namespace = "cattle-fleet-system"
+	return d
+}
+
+// TestDoNothing: a converged Deployment makes no API call at all.
+func TestDoNothing(t *testing.T) {
+	c, cs, _, _ := newTestController(t, fixedTriples{settings.FleetController: election.FleetDefaults, settings.FleetAgent: election.FleetDefaults}, gomock.NewController(t))
+	if err := c.syncDeployment(context.Background(), gitjob(fleetEnv)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cs.Actions()); n != 0 {
+		t.Errorf("%d API calls for a converged Deployment: %v", n, cs.Actions())
+	}
+}
+
+// TestOneStrategicMergePatch: a change is one strategic merge patch under
+// the field manager, and nothing else.
+func TestOneStrategicMergePatch(t *testing.T) {
+	c, cs, _, _ := newTestController(t, fixedTriples{settings.FleetController: five, settings.FleetAgent: election.FleetDefaults}, gomock.NewController(t))
+	d := gitjob(fleetEnv)
+	if err := cs.Tracker().Add(d); err != nil {
+		t.Fatal(err)
+	}
+	cs.ClearActions()
+	if err := c.syncDeployment(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	acts := cs.Actions()
+	if len(acts) != 1 {
+		t.Fatalf("%d API calls, want one patch: %v", len(acts), acts)
+	}
+	p, ok := acts[0].(k8stesting.PatchAction)
+	if !ok || p.GetPatchType() != types.StrategicMergePatchType || p.GetName() != "gitjob" {
+		t.Fatalf("got %#v, want a strategic merge patch of gitjob", acts[0])
+	}
+}
+
+// TestEnqueueAll: a triple change enqueues every Deployment of the Fleet
+// namespace (from the cache, no API call) and rancher-config.
+func TestEnqueueAll(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	c, cs, deps, cms := newTestController(t, fixedTriples{}, ctrl)
+	cache := fake.NewMockCacheInterface[*appsv1.Deployment](ctrl)
+	deps.EXPECT().Cache().Return(cache)
+	cache.EXPECT().List("cattle-fleet-system", labels.Everything()).Return([]*appsv1.Deployment{gitjob(nil), deployment("helmops")}, nil)
+	deps.EXPECT().Enqueue("cattle-fleet-system", "gitjob")
+	deps.EXPECT().Enqueue("", "helmops")
+	cms.EXPECT().Enqueue("cattle-system", RancherConfigName)
+	c.EnqueueAll()
+	if n := len(cs.Actions()); n != 0 {
+		t.Errorf("%d API calls", n)
+	}
+}
