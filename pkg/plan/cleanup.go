@@ -14,6 +14,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/settings"
 )
 
 // Removal is one cluster object `leasetune cleanup` writes: the env
@@ -81,7 +82,7 @@ func ApplyCleanup(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Inte
 			}
 		}
 	}
-	for _, name := range []string{"leasetune-state", fleetsettings.ChannelConfigMapName} {
+	for _, name := range []string{settings.DefaultStateName, fleetsettings.ChannelConfigMapName} {
 		if err := cs.CoreV1().ConfigMaps(opts.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}

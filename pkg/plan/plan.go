@@ -81,7 +81,7 @@ func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 		}
 	}
 	var stateData map[string]string
-	if cm, err := cs.CoreV1().ConfigMaps(opts.Namespace).Get(ctx, "leasetune-state", metav1.GetOptions{}); err == nil {
+	if cm, err := cs.CoreV1().ConfigMaps(opts.Namespace).Get(ctx, settings.DefaultStateName, metav1.GetOptions{}); err == nil {
 		stateData = cm.Data
 	}
 	if r.Triples, err = settings.Snapshot(objs, stateData); err != nil {

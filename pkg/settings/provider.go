@@ -21,7 +21,11 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	mgmtcontrollers "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/ownstate"
 )
+
+// DefaultStateName is the ConfigMap that holds the provider's durable State.
+const DefaultStateName = "leasetune-state"
 
 // FieldManager is the field manager of every write the provider makes.
 const FieldManager = "leasetune-settings"
@@ -44,7 +48,7 @@ type ProviderOptions struct {
 	// ConfigMaps reaches the namespace of the state ConfigMap.
 	ConfigMaps corev1client.ConfigMapsGetter
 	// Namespace and StateName name the ConfigMap that holds the durable
-	// State (default name "leasetune-state").
+	// State (default DefaultStateName).
 	Namespace string
 	StateName string
 	// Recorder records Events on Setting objects.
@@ -90,7 +94,7 @@ var _ Triples = (*Provider)(nil)
 // Settings controller's factory.
 func NewProvider(opts ProviderOptions) *Provider {
 	if opts.StateName == "" {
-		opts.StateName = "leasetune-state"
+		opts.StateName = DefaultStateName
 	}
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = os.LookupEnv
@@ -155,12 +159,9 @@ func (p *Provider) Status(c Component) ComponentStatus {
 
 // loadState reads the state ConfigMap; a missing one is an empty state.
 func (p *Provider) loadState(ctx context.Context) error {
-	cm, err := p.opts.ConfigMaps.ConfigMaps(p.opts.Namespace).Get(ctx, p.opts.StateName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		cm = nil
-	case err != nil:
-		return fmt.Errorf("read state ConfigMap %s/%s: %w", p.opts.Namespace, p.opts.StateName, err)
+	cm, err := ownstate.Load(ctx, p.opts.ConfigMaps, p.opts.Namespace, p.opts.StateName)
+	if err != nil {
+		return fmt.Errorf("durable state: %w", err)
 	}
 	var data map[string]string
 	if cm != nil {
@@ -385,8 +386,8 @@ func (p *Provider) patch(name string, patch map[string]interface{}) error {
 }
 
 // persist writes s to the state ConfigMap when it differs from what is
-// stored, with optimistic concurrency; on a conflict it rereads and retries
-// once (the provider is the only writer, on the leader).
+// stored (ownstate.Save: optimistic concurrency; the provider is the only
+// writer, on the leader).
 func (p *Provider) persist(ctx context.Context, s State) error {
 	p.mu.RLock()
 	same := p.state.equal(s) && p.stateCM != nil
@@ -399,38 +400,14 @@ func (p *Provider) persist(ctx context.Context, s State) error {
 	if err != nil {
 		return err
 	}
-	cms := p.opts.ConfigMaps.ConfigMaps(p.opts.Namespace)
-	for attempt := 0; attempt < 2; attempt++ {
-		var out *corev1.ConfigMap
-		if cm == nil {
-			out, err = cms.Create(ctx, &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: p.opts.StateName, Namespace: p.opts.Namespace,
-					Labels: map[string]string{"app.kubernetes.io/managed-by": "leasetune"}},
-				Data: data,
-			}, metav1.CreateOptions{FieldManager: FieldManager})
-		} else {
-			upd := cm.DeepCopy()
-			upd.Data = data
-			out, err = cms.Update(ctx, upd, metav1.UpdateOptions{FieldManager: FieldManager})
-		}
-		if err == nil {
-			p.mu.Lock()
-			p.stateCM = out
-			p.mu.Unlock()
-			return nil
-		}
-		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-			break
-		}
-		cm, err = cms.Get(ctx, p.opts.StateName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			cm, err = nil, nil
-		}
-		if err != nil {
-			break
-		}
+	out, err := ownstate.Save(ctx, p.opts.ConfigMaps, p.opts.Namespace, p.opts.StateName, cm, data)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("write state ConfigMap %s/%s: %w", p.opts.Namespace, p.opts.StateName, err)
+	p.mu.Lock()
+	p.stateCM = out
+	p.mu.Unlock()
+	return nil
 }
 
 // event records an Event on the cluster-scoped Setting called name.

@@ -6,12 +6,11 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/ownstate"
 )
 
 // ChannelConfigMapName is the ConfigMap, in the project's namespace, that
@@ -44,12 +43,9 @@ type channelRecord struct {
 
 // load reads the recorded channel; a missing ConfigMap records nothing.
 func (r *channelRecord) load(ctx context.Context) error {
-	cm, err := r.client.ConfigMaps(r.namespace).Get(ctx, ChannelConfigMapName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read %s/%s: %w", r.namespace, ChannelConfigMapName, err)
+	cm, err := ownstate.Load(ctx, r.client, r.namespace, ChannelConfigMapName)
+	if err != nil || cm == nil {
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -95,24 +91,8 @@ func (r *channelRecord) set(ctx context.Context, d fleet.Detection) (bool, error
 		return false, nil
 	}
 	data := map[string]string{"channel": string(d.Channel), "evidence": d.Evidence}
-	cms := r.client.ConfigMaps(r.namespace)
-	var out *corev1.ConfigMap
-	var err error
-	if cm == nil {
-		out, err = cms.Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: ChannelConfigMapName, Namespace: r.namespace,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "leasetune"}},
-			Data: data,
-		}, metav1.CreateOptions{FieldManager: FieldManager})
-	} else {
-		upd := cm.DeepCopy()
-		upd.Data = data
-		out, err = cms.Update(ctx, upd, metav1.UpdateOptions{FieldManager: FieldManager})
-	}
+	out, err := ownstate.Save(ctx, r.client, r.namespace, ChannelConfigMapName, cm, data)
 	if err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-			_ = r.load(ctx) // the retry starts from the stored record
-		}
 		return false, fmt.Errorf("record fleet agent channel: %w", err)
 	}
 	r.mu.Lock()

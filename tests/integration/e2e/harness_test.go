@@ -16,14 +16,11 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 
 	"leasetune.io/leasetune/pkg/election"
@@ -183,31 +180,9 @@ func setSetting(t *testing.T, name, value string) {
 // installFleet creates the Fleet v0.14 Deployments in e.fleetNS as Helm would.
 func installFleet(t *testing.T, e env) []string {
 	t.Helper()
-	path, err := framework.SharedFixture("fleet/fleet-v0.14.10-deployments.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
 	var names []string
-	for {
-		var d appsv1.Deployment
-		if err := dec.Decode(&d); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if d.Name == "" {
-			continue
-		}
-		d.Namespace = e.fleetNS
-		if _, err := cp.Client.AppsV1().Deployments(e.fleetNS).Create(context.Background(), &d, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, d.Name)
+	for name := range cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.14.10")) {
+		names = append(names, name)
 	}
 	return names
 }
@@ -276,8 +251,5 @@ func versions(t *testing.T, e env) string {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-		t.Fatalf("%s: not within 60s", what)
-	}
+	framework.Eventually(t, what, cond)
 }

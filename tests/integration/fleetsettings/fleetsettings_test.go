@@ -15,6 +15,7 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 var (
@@ -31,7 +32,7 @@ func TestConvergesEveryFixtureVersion(t *testing.T) {
 	for _, v := range versions {
 		t.Run(v, func(t *testing.T) {
 			e := newEnv(t)
-			before := install(t, e.fleetNS, loadFixture(t, v))
+			before := cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, v))
 			triples := newTriples(ctrlT, agentT)
 			r := start(t, e, triples, "")
 
@@ -107,7 +108,7 @@ func resourceVersions(t *testing.T, ns string) string {
 // makes exactly one write, so one rollout, per Deployment.
 func TestOneChangeOneWritePerDeployment(t *testing.T) {
 	e := newEnv(t)
-	before := install(t, e.fleetNS, loadFixture(t, "v0.16-dev"))
+	before := cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.16-dev"))
 	triples := newTriples(election.FleetDefaults, election.FleetDefaults)
 	r := start(t, e, triples, "")
 	base := r.quiet(time.Second)
@@ -167,7 +168,7 @@ func TestMissingDeploymentsConvergeWhenTheyAppear(t *testing.T) {
 	if _, ok := r.Channel(); ok {
 		t.Error("a channel is known with no Fleet installed")
 	}
-	install(t, e.fleetNS, loadFixture(t, "v0.14.10"))
+	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
 	for _, name := range []string{"fleet-controller", "gitjob", "helmops"} {
 		eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, &agentT) })
 	}
@@ -177,7 +178,7 @@ func TestMissingDeploymentsConvergeWhenTheyAppear(t *testing.T) {
 // the env too; a look-alike without the label does not.
 func TestShards(t *testing.T) {
 	e := newEnv(t)
-	ds := loadFixture(t, "v0.16-dev")
+	ds := framework.FleetDeployments(t, "v0.16-dev")
 	var extra []*appsv1.Deployment
 	for _, d := range ds {
 		s := d.DeepCopy()
@@ -189,7 +190,7 @@ func TestShards(t *testing.T) {
 	lookalike.Name = "gitjob-shard-unlabelled"
 	delete(lookalike.Spec.Template.Labels, fleet.ShardIDLabel)
 	extra = append(extra, lookalike)
-	installed := install(t, e.fleetNS, append(ds, extra...))
+	installed := cp.InstallFleet(t, e.fleetNS, append(ds, extra...))
 	start(t, e, newTriples(ctrlT, agentT), "")
 	for name := range installed {
 		if name == lookalike.Name {
@@ -206,7 +207,7 @@ func TestShards(t *testing.T) {
 // TestDriftRepair: a helm upgrade that resets the env is repaired.
 func TestDriftRepair(t *testing.T) {
 	e := newEnv(t)
-	install(t, e.fleetNS, loadFixture(t, "v0.14.10"))
+	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
 	start(t, e, newTriples(ctrlT, agentT), "")
 	eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
 
@@ -227,7 +228,7 @@ func TestDriftRepair(t *testing.T) {
 // rewritten to a literal; other valueFrom entries and a sidecar stay.
 func TestValueFromAndForeignEntries(t *testing.T) {
 	e := newEnv(t)
-	ds := loadFixture(t, "v0.12.0")
+	ds := framework.FleetDeployments(t, "v0.12.0")
 	g := ds[1] // gitjob
 	for i, en := range g.Spec.Template.Spec.Containers[0].Env {
 		if en.Name == "CATTLE_ELECTION_RETRY_PERIOD" {
@@ -237,7 +238,7 @@ func TestValueFromAndForeignEntries(t *testing.T) {
 	}
 	g.Spec.Template.Spec.Containers = append(g.Spec.Template.Spec.Containers, corev1.Container{
 		Name: "sidecar", Image: "busybox", Env: []corev1.EnvVar{{Name: "CATTLE_ELECTION_RETRY_PERIOD", Value: "1s"}}})
-	install(t, e.fleetNS, ds)
+	cp.InstallFleet(t, e.fleetNS, ds)
 	start(t, e, newTriples(ctrlT, agentT), "")
 	eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
 	after := get(t, e.fleetNS, "gitjob")
@@ -295,7 +296,7 @@ func TestRancherConfig(t *testing.T) {
 // recorded detection still holds across a restart; an override wins.
 func TestChannelDetectedOnceAndKeptAfterOwnWrites(t *testing.T) {
 	e := newEnv(t)
-	install(t, e.fleetNS, loadFixture(t, "v0.14.10"))
+	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
 	triples := newTriples(ctrlT, agentT)
 	r := start(t, e, triples, "")
 	eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, &agentT) })

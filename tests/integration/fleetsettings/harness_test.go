@@ -1,10 +1,8 @@
 package fleetsettings_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -20,8 +18,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -153,49 +149,6 @@ func start(t *testing.T, e env, triples settings.Triples, override fleet.AgentCh
 	return r
 }
 
-// loadFixture reads the rendered Deployments of a Fleet release.
-func loadFixture(t *testing.T, version string) []*appsv1.Deployment {
-	t.Helper()
-	path, err := framework.SharedFixture("fleet/fleet-" + version + "-deployments.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	var out []*appsv1.Deployment
-	for {
-		var d appsv1.Deployment
-		if err := dec.Decode(&d); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if d.Name != "" {
-			out = append(out, &d)
-		}
-	}
-	return out
-}
-
-// install creates the Deployments in ns as Helm would (field manager "helm").
-func install(t *testing.T, ns string, ds []*appsv1.Deployment) map[string]*appsv1.Deployment {
-	t.Helper()
-	out := map[string]*appsv1.Deployment{}
-	for _, d := range ds {
-		d = d.DeepCopy()
-		d.Namespace = ns
-		got, err := cp.Client.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{FieldManager: "helm"})
-		if err != nil {
-			t.Fatalf("create %s: %v", d.Name, err)
-		}
-		out[got.Name] = got
-	}
-	return out
-}
-
 func get(t *testing.T, ns, name string) *appsv1.Deployment {
 	t.Helper()
 	d, err := cp.Client.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
@@ -270,11 +223,7 @@ func envNames(d *appsv1.Deployment, container string) string {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("%s: not within 30s", what)
-	}
+	framework.Eventually(t, what, cond)
 }
 
 // quiet waits until no write has happened for d and returns the count.

@@ -12,6 +12,7 @@ import (
 
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 // TestSettingChangeReachesDeployments wires the real settings Provider to
@@ -19,7 +20,7 @@ import (
 // one never does.
 func TestSettingChangeReachesDeployments(t *testing.T) {
 	e := newEnv(t)
-	install(t, e.fleetNS, loadFixture(t, "v0.14.10"))
+	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mf, err := management.NewFactoryFromConfig(cp.Config)

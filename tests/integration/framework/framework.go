@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +22,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -133,6 +137,63 @@ func (c *ControlPlane) Namespace(t testing.TB) string {
 		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
 	return ns.Name
+}
+
+// Eventually polls cond every 50ms and fails t when it does not hold within
+// a minute (generous: a loaded 2-core machine is slow, and a passing test
+// returns as soon as cond holds).
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("%s: not within a minute", what)
+	}
+}
+
+// FleetDeployments reads the rendered Deployments of a Fleet release from
+// ../shared/fixtures/fleet (version as in the file names, e.g. "v0.14.10").
+func FleetDeployments(t testing.TB, version string) []*appsv1.Deployment {
+	t.Helper()
+	path, err := SharedFixture("fleet/fleet-" + version + "-deployments.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	var out []*appsv1.Deployment
+	for {
+		var d appsv1.Deployment
+		if err := dec.Decode(&d); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if d.Name != "" {
+			out = append(out, &d)
+		}
+	}
+	return out
+}
+
+// InstallFleet creates the Deployments in ns as Helm would (field manager
+// "helm") and returns them as created.
+func (c *ControlPlane) InstallFleet(t testing.TB, ns string, ds []*appsv1.Deployment) map[string]*appsv1.Deployment {
+	t.Helper()
+	out := map[string]*appsv1.Deployment{}
+	for _, d := range ds {
+		d = d.DeepCopy()
+		d.Namespace = ns
+		got, err := c.Client.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{FieldManager: "helm"})
+		if err != nil {
+			t.Fatalf("create %s: %v", d.Name, err)
+		}
+		out[got.Name] = got
+	}
+	return out
 }
 
 // RepoRoot returns the repository root: the nearest folder above the

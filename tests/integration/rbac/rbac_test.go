@@ -18,13 +18,11 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -143,10 +141,7 @@ func mustDecode(t *testing.T, b []byte, into interface{}) {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-		t.Fatalf("%s: not within 60s", what)
-	}
+	framework.Eventually(t, what, cond)
 }
 
 // TestControllerWorksWithTheChartsRBAC is the whole job, impersonating
@@ -248,27 +243,5 @@ func TestControllerWorksWithTheChartsRBAC(t *testing.T) {
 
 func installFleet(t *testing.T, ns string) {
 	t.Helper()
-	path, err := framework.SharedFixture("fleet/fleet-v0.14.10-deployments.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		var d appsv1.Deployment
-		if err := dec.Decode(&d); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if d.Name == "" {
-			continue
-		}
-		if _, err := cp.Client.AppsV1().Deployments(ns).Create(context.Background(), &d, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cp.InstallFleet(t, ns, framework.FleetDeployments(t, "v0.14.10"))
 }
