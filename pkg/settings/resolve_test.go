@@ -135,6 +135,16 @@ func TestStateRoundTrip(t *testing.T) {
 	if _, err := decodeState(nil); err != nil {
 		t.Errorf("empty state: %v", err)
 	}
+	// A stored triple that no longer validates is dropped, and said so;
+	// the other component's stays (map order must not matter: repeat).
+	for i := 0; i < 50; i++ {
+		data[stateKeyEffective] = `{"fleet-controller":{"leaseDuration":"30s","renewDeadline":"25s","retryPeriod":"30s"},` +
+			`"fleet-agent":{"leaseDuration":"30s","renewDeadline":"25s","retryPeriod":"5s"}}`
+		got, err = decodeState(data)
+		if err == nil || len(got.Effective) != 1 || got.Effective[FleetAgent].RetryPeriod != 5e9 {
+			t.Fatalf("one invalid stored triple: %+v, %v", got.Effective, err)
+		}
+	}
 	// A stored triple that no longer validates is dropped, and said so.
 	data[stateKeyEffective] = `{"fleet-agent":{"leaseDuration":"30s","renewDeadline":"25s","retryPeriod":"30s"}}`
 	got, err = decodeState(data)

@@ -2,6 +2,7 @@ package settings
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -74,16 +75,19 @@ func decodeState(data map[string]string) (State, error) {
 		if err := json.Unmarshal([]byte(v), &eff); err != nil {
 			return s, fmt.Errorf("state key %q: %w", stateKeyEffective, err)
 		}
+		var errs []error
 		for c, tj := range eff {
 			t, err := election.Parse(tj.LeaseDuration, tj.RenewDeadline, tj.RetryPeriod)
 			if err == nil {
 				err = t.Validate()
 			}
 			if err != nil {
-				return s, fmt.Errorf("state: stored triple of %s dropped: %w", c, err)
+				errs = append(errs, fmt.Errorf("state: stored triple of %s dropped: %w", c, err))
+				continue // the other components' triples still count
 			}
 			s.Effective[c] = t
 		}
+		return s, errors.Join(errs...)
 	}
 	return s, nil
 }

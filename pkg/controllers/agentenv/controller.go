@@ -257,8 +257,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if d.Problem != "" {
 			return c.leaveAlone(ctx, key, rt, d.Problem, d.Err)
 		}
-		if err := c.clearStatus(ctx, key, rt); err != nil {
+		cleared, err := c.clearStatus(ctx, key, rt)
+		if err != nil {
 			return err
+		}
+		if cleared && rt.SourceRef == rt.TargetRef {
+			// The object changed under the cached copy: the watch event of
+			// this write brings the cluster back with a fresh copy, and the
+			// env write is decided from that (never from a stale list).
+			return nil
 		}
 		if !d.Change {
 			return nil
@@ -401,30 +408,30 @@ func (c *Controller) leaveAlone(ctx context.Context, key string, rt Routing, p P
 	return c.patchStatus(ctx, rt, msg)
 }
 
-// clearStatus removes a StatusAnnotation left by an earlier problem.
-func (c *Controller) clearStatus(ctx context.Context, key string, rt Routing) error {
+// clearStatus removes a StatusAnnotation left by an earlier problem and
+// reports whether it wrote.
+func (c *Controller) clearStatus(ctx context.Context, key string, rt Routing) (bool, error) {
 	c.setProblem(key, "")
 	c.mu.Lock()
 	delete(c.reported, key)
 	c.mu.Unlock()
 	if _, ok := rt.Source.GetAnnotations()[StatusAnnotation]; !ok {
-		return nil
+		return false, nil
 	}
-	return c.patchStatus(ctx, rt, nil)
+	return true, c.patchStatus(ctx, rt, nil)
 }
 
+// patchStatus sets (a string) or removes (nil) the StatusAnnotation. It
+// never touches the cached objects, which the informer owns.
 func (c *Controller) patchStatus(ctx context.Context, rt Routing, value interface{}) error {
 	body, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{
 		"annotations": map[string]interface{}{StatusAnnotation: value}}})
 	if err != nil {
 		return err
 	}
-	out, err := c.resource(rt.SourceRef).Patch(ctx, rt.SourceRef.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = c.resource(rt.SourceRef).Patch(ctx, rt.SourceRef.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil
-	}
-	if err == nil && rt.SourceRef == rt.TargetRef {
-		rt.Target.SetResourceVersion(out.GetResourceVersion())
 	}
 	return err
 }
