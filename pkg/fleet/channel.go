@@ -73,18 +73,18 @@ type Detection struct {
 // Deployment, in this order:
 //
 //  1. the tag of the fleet-controller container's image, when it is a
-//     release version (vMAJOR.MINOR.PATCH);
+//     release version (vMAJOR.MINOR.PATCH, also with an @digest);
 //  2. FLEET_AGENT_ELECTION_* on the fleet-agentmanagement container managed
 //     by a field manager other than ours (ownManager): the chart of v0.13+
-//     set them;
-//  3. FLEET_AGENT_ELECTION_* managed only by us: the channel recorded when
-//     we first detected (recorded; we write them only on v0.13+), else
-//     v0.13+;
-//  4. no FLEET_AGENT_ELECTION_*, but CATTLE_ELECTION_* on the
-//     fleet-controller container managed by another field manager (the
-//     chart of v0.10+ set them): v0.10-v0.12, taken as v0.12 (not certain:
-//     v0.10-v0.11 agents run no election and render the same);
-//  5. CATTLE_ELECTION_* managed only by us: the recorded channel;
+//     set them (this also catches an upgrade to v0.13+);
+//  3. the channel recorded at the first detection (recorded), if any: the
+//     rules below read a structure that anything can change, e.g. an
+//     Update that drops the env must not turn v0.13 into v0.9;
+//  4. FLEET_AGENT_ELECTION_* present: v0.13+;
+//  5. CATTLE_ELECTION_* on the fleet-controller container managed by
+//     another field manager (the chart of v0.10+ set them): v0.10-v0.12,
+//     taken as v0.12 (not certain: v0.10-v0.11 agents run no election and
+//     render the same);
 //  6. otherwise: v0.9, whose chart sets no election env.
 //
 // A field manager keeps a list entry it created even after another one
@@ -105,22 +105,20 @@ func DetectChannel(d *appsv1.Deployment, ownManager string, recorded AgentChanne
 			return Detection{Channel: channelOfVersion(major, minor), Evidence: "image " + ctrl.Image, Certain: true}
 		}
 	}
+	if am != nil && hasAny(am.Env, election.FleetAgentPrefix) && managedByOther(d, am.Name, election.FleetAgentPrefix, ownManager) {
+		return Detection{Channel: ChannelAgentManagement, Evidence: "FLEET_AGENT_ELECTION_* set by the Fleet chart", Certain: true}
+	}
+	// Everything below reads the structure, which anyone (an Update that
+	// drops the env, our own writes) can change: it never overrides a
+	// recorded detection.
+	if recorded != "" {
+		return Detection{Channel: recorded, Evidence: "recorded at first detection", Certain: true}
+	}
 	if am != nil && hasAny(am.Env, election.FleetAgentPrefix) {
-		if managedByOther(d, am.Name, election.FleetAgentPrefix, ownManager) {
-			return Detection{Channel: ChannelAgentManagement, Evidence: "FLEET_AGENT_ELECTION_* set by the Fleet chart", Certain: true}
-		}
-		if recorded != "" {
-			return Detection{Channel: recorded, Evidence: "recorded at first detection", Certain: true}
-		}
 		return Detection{Channel: ChannelAgentManagement, Evidence: "FLEET_AGENT_ELECTION_* present", Certain: true}
 	}
-	if ctrl != nil && hasAny(ctrl.Env, election.CattlePrefix) {
-		if managedByOther(d, ctrl.Name, election.CattlePrefix, ownManager) {
-			return Detection{Channel: ChannelClusterEnvV012, Evidence: "CATTLE_ELECTION_* set by the Fleet chart without FLEET_AGENT_ELECTION_*: Fleet v0.10-v0.12, taken as v0.12", Certain: false}
-		}
-		if recorded != "" {
-			return Detection{Channel: recorded, Evidence: "recorded at first detection", Certain: true}
-		}
+	if ctrl != nil && hasAny(ctrl.Env, election.CattlePrefix) && managedByOther(d, ctrl.Name, election.CattlePrefix, ownManager) {
+		return Detection{Channel: ChannelClusterEnvV012, Evidence: "CATTLE_ELECTION_* set by the Fleet chart without FLEET_AGENT_ELECTION_*: Fleet v0.10-v0.12, taken as v0.12", Certain: false}
 	}
 	return Detection{Channel: ChannelClusterEnvV09, Evidence: "no election env set by the Fleet chart: Fleet v0.9", Certain: true}
 }
@@ -140,6 +138,9 @@ func channelOfVersion(major, minor int) AgentChannel {
 // releaseVersion reads vMAJOR.MINOR.PATCH (with an optional suffix such as
 // -rc.1) from an image reference's tag.
 func releaseVersion(image string) (major, minor int, ok bool) {
+	if at := strings.Index(image, "@"); at >= 0 {
+		image = image[:at] // repo:tag@sha256:digest
+	}
 	i := strings.LastIndex(image, ":")
 	if i < 0 || strings.Contains(image[i:], "/") {
 		return 0, 0, false

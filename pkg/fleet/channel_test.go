@@ -75,6 +75,12 @@ func TestDetectChannelByStructure(t *testing.T) {
 		{"only we set CATTLE_ELECTION_*: the record decides", dep(nil, ctrl), ChannelClusterEnvV09, ChannelClusterEnvV09},
 		{"only we set CATTLE_ELECTION_*, nothing recorded", dep(nil, ctrl), "", ChannelClusterEnvV09},
 		{"no election env", dep(nil, corev1.Container{Name: ControllerContainer}), "", ChannelClusterEnvV09},
+		// An Update that dropped the env does not turn a recorded v0.13+ into v0.9.
+		{"env stripped after detection", dep(nil, corev1.Container{Name: ControllerContainer}), ChannelAgentManagement, ChannelAgentManagement},
+		{"env stripped after detection (v0.12)", dep(nil, corev1.Container{Name: ControllerContainer}), ChannelClusterEnvV012, ChannelClusterEnvV012},
+		// An upgrade to v0.13+ is seen although something else was recorded.
+		{"upgraded to v0.13+", dep([]metav1.ManagedFieldsEntry{helmOwns(AgentManagementContainer, election.FleetAgentPrefix)}, ctrl, am),
+			ChannelClusterEnvV012, ChannelAgentManagement},
 	}
 	for _, c := range cases {
 		if got := DetectChannel(c.d, "leasetune", c.recorded); got.Channel != c.want {

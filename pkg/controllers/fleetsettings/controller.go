@@ -147,7 +147,7 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 	if err != nil {
 		return err
 	}
-	_, err = c.opts.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.StrategicMergePatchType, body,
+	_, err = c.opts.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, body,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil

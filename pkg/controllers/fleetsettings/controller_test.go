@@ -60,9 +60,8 @@ func TestDoNothing(t *testing.T) {
 	}
 }
 
-// TestOneStrategicMergePatch: a change is one strategic merge patch under
-// the field manager, and nothing else.
-func TestOneStrategicMergePatch(t *testing.T) {
+// TestOnePatch: a change is one JSON patch, and nothing else.
+func TestOnePatch(t *testing.T) {
 	c, cs, _, _ := newTestController(t, fixedTriples{settings.FleetController: five, settings.FleetAgent: election.FleetDefaults}, gomock.NewController(t))
 	d := gitjob(fleetEnv)
 	if err := cs.Tracker().Add(d); err != nil {
@@ -77,8 +76,8 @@ func TestOneStrategicMergePatch(t *testing.T) {
 		t.Fatalf("%d API calls, want one patch: %v", len(acts), acts)
 	}
 	p, ok := acts[0].(k8stesting.PatchAction)
-	if !ok || p.GetPatchType() != types.StrategicMergePatchType || p.GetName() != "gitjob" {
-		t.Fatalf("got %#v, want a strategic merge patch of gitjob", acts[0])
+	if !ok || p.GetPatchType() != types.JSONPatchType || p.GetName() != "gitjob" {
+		t.Fatalf("got %s %s, want a JSON patch of gitjob", acts[0].GetVerb(), p.GetPatchType())
 	}
 }
 

@@ -2,6 +2,7 @@ package fleetsettings
 
 import (
 	"encoding/json"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -99,66 +100,58 @@ func present(env []corev1.EnvVar, p election.EnvPrefix) bool {
 	return false
 }
 
-// PatchBody builds the strategic merge patch that writes changes on d:
-// containers and env entries are merged by name, so entries the project
-// does not own, and other containers, are untouched. The
-// $setElementOrder directives keep every existing container and env entry
-// where it is and put new entries after them (without them, a strategic
-// merge patch reorders lists by the order of the patch). An owned entry
-// that took its value from a source gets "valueFrom": null so that its
-// literal value is valid.
+// PatchBody builds the JSON patch (RFC 6902) that writes changes on d.
+// Every occurrence of an owned name gets the value (a container runs the
+// last one, so a duplicate left by the chart's extraEnv must not survive
+// with another value); an entry that took its value from a source loses
+// valueFrom; a missing name is appended after the existing entries. Nothing
+// else is touched, and positions stay. Each operation is preceded by a
+// test of the container's and the entry's name at that index, so a patch
+// computed from a stale cached copy fails instead of writing to the wrong
+// entry, and is retried from the fresh one.
 func PatchBody(d *appsv1.Deployment, changes []ContainerEnv) ([]byte, error) {
-	type obj = map[string]interface{}
-	byName := map[string]ContainerEnv{}
+	type op = map[string]interface{}
+	var ops []op
 	for _, ch := range changes {
-		byName[ch.Container] = ch
-	}
-	var containers, containerOrder []obj
-	for _, c := range d.Spec.Template.Spec.Containers {
-		containerOrder = append(containerOrder, obj{"name": c.Name})
-		ch, ok := byName[c.Name]
-		if !ok {
+		ci := -1
+		for i, c := range d.Spec.Template.Spec.Containers {
+			if c.Name == ch.Container {
+				ci = i
+			}
+		}
+		if ci < 0 {
+			return nil, fmt.Errorf("deployment %s/%s has no container %q", d.Namespace, d.Name, ch.Container)
+		}
+		base := fmt.Sprintf("/spec/template/spec/containers/%d", ci)
+		ops = append(ops, op{"op": "test", "path": base + "/name", "value": ch.Container})
+		env := d.Spec.Template.Spec.Containers[ci].Env
+		if env == nil {
+			var entries []op
+			for _, e := range ch.Env {
+				entries = append(entries, op{"name": e.Name, "value": e.Value})
+			}
+			ops = append(ops, op{"op": "add", "path": base + "/env", "value": entries})
 			continue
 		}
-		fromSource := map[string]bool{}
-		var order []obj
-		existing := map[string]bool{}
-		for _, e := range c.Env {
-			if e.ValueFrom != nil {
-				fromSource[e.Name] = true
-			}
-			if !existing[e.Name] {
-				order = append(order, obj{"name": e.Name})
-			}
-			existing[e.Name] = true
-		}
-		// The patch list must follow the relative order of
-		// $setElementOrder: owned entries that exist, where they are, then
-		// new ones in the fixed order.
-		want := map[string]string{}
 		for _, e := range ch.Env {
-			want[e.Name] = e.Value
-		}
-		var env []obj
-		for _, e := range c.Env {
-			if v, ok := want[e.Name]; ok {
-				en := obj{"name": e.Name, "value": v}
-				if fromSource[e.Name] {
-					en["valueFrom"] = nil
+			found := false
+			for i, cur := range env {
+				if cur.Name != e.Name {
+					continue
 				}
-				env = append(env, en)
-				delete(want, e.Name)
+				found = true
+				at := fmt.Sprintf("%s/env/%d", base, i)
+				ops = append(ops, op{"op": "test", "path": at + "/name", "value": e.Name})
+				if cur.ValueFrom != nil {
+					ops = append(ops, op{"op": "remove", "path": at + "/valueFrom"})
+				}
+				// add sets a member whether or not it exists (replace needs it).
+				ops = append(ops, op{"op": "add", "path": at + "/value", "value": e.Value})
+			}
+			if !found {
+				ops = append(ops, op{"op": "add", "path": base + "/env/-", "value": op{"name": e.Name, "value": e.Value}})
 			}
 		}
-		for _, e := range ch.Env {
-			if _, ok := want[e.Name]; ok {
-				env = append(env, obj{"name": e.Name, "value": e.Value})
-				order = append(order, obj{"name": e.Name})
-			}
-		}
-		containers = append(containers, obj{"name": c.Name, "env": env, "$setElementOrder/env": order})
 	}
-	return json.Marshal(obj{"spec": obj{"template": obj{"spec": obj{
-		"containers": containers, "$setElementOrder/containers": containerOrder,
-	}}}})
+	return json.Marshal(ops)
 }

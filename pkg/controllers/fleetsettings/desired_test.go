@@ -2,10 +2,13 @@ package fleetsettings
 
 import (
 	"encoding/json"
+
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	jsonpatch "github.com/evanphx/json-patch"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -106,23 +109,79 @@ func TestIsTargetShards(t *testing.T) {
 	}
 }
 
-func TestPatchBody(t *testing.T) {
-	d := deployment("gitjob", corev1.Container{Name: "gitjob", Env: []corev1.EnvVar{
-		{Name: "CATTLE_ELECTION_RETRY_PERIOD", ValueFrom: &corev1.EnvVarSource{}}}})
-	body, err := PatchBody(d, []ContainerEnv{{"gitjob", election.CattlePrefix.Env(five)}})
+// applyPatch applies PatchBody's patch for changes to d, as the API server would.
+func applyPatch(t *testing.T, d *appsv1.Deployment, changes []ContainerEnv) *appsv1.Deployment {
+	t.Helper()
+	body, err := PatchBody(d, changes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]interface{}
-	if err := json.Unmarshal(body, &got); err != nil {
+	p, err := jsonpatch.DecodePatch(body)
+	if err != nil {
+		t.Fatalf("not a JSON patch: %v\n%s", err, body)
+	}
+	orig, _ := json.Marshal(d)
+	out, err := p.Apply(orig)
+	if err != nil {
+		t.Fatalf("patch does not apply: %v\n%s", err, body)
+	}
+	var got appsv1.Deployment
+	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatal(err)
 	}
-	s := string(body)
-	for _, want := range []string{`"name":"gitjob"`, `{"name":"CATTLE_ELECTION_LEASE_DURATION","value":"30s"}`,
-		`{"name":"CATTLE_ELECTION_RETRY_PERIOD","value":"5s","valueFrom":null}`} {
-		if !strings.Contains(s, want) {
-			t.Errorf("patch %s lacks %s", s, want)
+	return &got
+}
+
+func TestPatchBody(t *testing.T) {
+	dup := corev1.EnvVar{Name: "CATTLE_ELECTION_RETRY_PERIOD", Value: "20s"} // left by the chart's extraEnv
+	from := corev1.EnvVar{Name: "CATTLE_ELECTION_RENEW_DEADLINE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "k"}}}
+	other := corev1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "t"}}}
+	d := deployment("gitjob",
+		corev1.Container{Name: "sidecar", Env: env("CATTLE_ELECTION_RETRY_PERIOD", "1s")},
+		corev1.Container{Name: "gitjob", Env: append(env("NAMESPACE", "x", "CATTLE_ELECTION_RETRY_PERIOD", "10s"), from, other, dup)},
+		corev1.Container{Name: "fleet-cleanup"})
+	got := applyPatch(t, d, Desired(d, Inputs{Controller: five, ControllerOK: true}))
+
+	names := func(c corev1.Container) (out []string) {
+		for _, e := range c.Env {
+			out = append(out, e.Name+"="+e.Value)
 		}
+		return out
+	}
+	want := []string{"NAMESPACE=x", "CATTLE_ELECTION_RETRY_PERIOD=5s", "CATTLE_ELECTION_RENEW_DEADLINE=25s", "TOKEN=",
+		"CATTLE_ELECTION_RETRY_PERIOD=5s", "CATTLE_ELECTION_LEASE_DURATION=30s"}
+	if g := names(got.Spec.Template.Spec.Containers[1]); !reflect.DeepEqual(g, want) {
+		t.Errorf("gitjob env\n got %v\nwant %v", g, want)
+	}
+	if e := got.Spec.Template.Spec.Containers[1].Env[2]; e.ValueFrom != nil {
+		t.Errorf("valueFrom kept on an owned entry: %+v", e)
+	}
+	if e := got.Spec.Template.Spec.Containers[1].Env[3]; e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+		t.Errorf("a foreign valueFrom entry changed: %+v", e)
+	}
+	if g := names(got.Spec.Template.Spec.Containers[0]); !reflect.DeepEqual(g, []string{"CATTLE_ELECTION_RETRY_PERIOD=1s"}) {
+		t.Errorf("sidecar changed: %v", g)
+	}
+	if tm, _, err := election.CattlePrefix.FromEnv(got.Spec.Template.Spec.Containers[2].Env); err != nil || tm != five {
+		t.Errorf("a container without env: %v %v", tm, err)
+	}
+	// What the container runs (the last duplicate) is the wanted triple, and
+	// the result needs no further write.
+	if tm, _, _ := election.CattlePrefix.FromEnv(got.Spec.Template.Spec.Containers[1].Env); tm != five {
+		t.Errorf("gitjob runs %s", tm)
+	}
+	if again := Desired(got, Inputs{Controller: five, ControllerOK: true}); again != nil {
+		t.Errorf("not converged after the patch: %v", again)
+	}
+
+	// A patch computed from a stale copy fails rather than writing elsewhere.
+	body, _ := PatchBody(d, Desired(d, Inputs{Controller: five, ControllerOK: true}))
+	stale := d.DeepCopy()
+	stale.Spec.Template.Spec.Containers[1].Env = stale.Spec.Template.Spec.Containers[1].Env[1:] // someone removed NAMESPACE meanwhile
+	p, _ := jsonpatch.DecodePatch(body)
+	cur, _ := json.Marshal(stale)
+	if _, err := p.Apply(cur); err == nil {
+		t.Error("a patch from a stale copy applied")
 	}
 }
 

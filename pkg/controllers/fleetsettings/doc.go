@@ -11,9 +11,10 @@
 //   - FLEET_AGENT_ELECTION_* (the agent triple) on the fleet-agentmanagement
 //     container where Fleet reads it (fleet.ChannelAgentManagement).
 //
-// Writes are strategic merge patches keyed by env name under the field
-// manager "leasetune", made only when an owned entry differs by parsed
-// duration; entries keep their position and are never removed. The package
+// Writes are JSON patches of exactly the owned entries (tested by name and
+// index, so a stale cache cannot misplace them) under the field manager
+// "leasetune", made only when an owned entry differs by parsed duration;
+// entries keep their position and are never removed. The package
 // also detects the Fleet agent channel (fleet.DetectChannel) before its first
 // write, records it, and offers it to the agentenv controller (Channels).
 package fleetsettings
