@@ -191,7 +191,10 @@ func (c *Controller) syncRancherConfig(ctx context.Context, cm *corev1.ConfigMap
 	}
 	_, err = c.opts.Client.CoreV1().ConfigMaps(cm.Namespace).Patch(ctx, cm.Name, types.MergePatchType, body,
 		metav1.PatchOptions{FieldManager: FieldManager})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("patch %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
 	c.wrote("rancher-config")

@@ -216,7 +216,23 @@ agent:
 	if err != nil || !changed || !strings.Contains(out, "leaderElection:\n  leaseDuration: 30s\n  renewDeadline: 25s\n  retryPeriod: 5s") || strings.Contains(out, "agent") {
 		t.Errorf("empty doc: %q %v %v", out, changed, err)
 	}
-	for _, bad := range []string{"- a list", "leaderElection: 5", "{not yaml"} {
+	// Empty, comment-only, "---" and null documents are empty mappings.
+	for _, empty := range []string{"", "# only a comment\n", "---\n", "null\n"} {
+		out, changed, err := MergeChartValues(empty, five, true, election.Timings{}, false)
+		if err != nil || !changed || !strings.Contains(out, "leaderElection:\n  leaseDuration: 30s") {
+			t.Errorf("%q: %q %v %v", empty, out, changed, err)
+		}
+	}
+	// An anchored value that stays as it is keeps its anchor: the output parses.
+	out, changed, err = MergeChartValues("leaderElection:\n  leaseDuration: &ld 30s\nother: *ld\n", five, true, election.Timings{}, false)
+	if err != nil || !changed || !strings.Contains(out, "other: *ld") || !strings.Contains(out, "&ld 30s") {
+		t.Errorf("anchor kept: %q %v %v", out, changed, err)
+	}
+	// An alias target would change other keys too; a later document would be lost.
+	for _, bad := range []string{"- a list", "leaderElection: 5", "{not yaml",
+		"leaderElection:\n  leaseDuration: &ld 45s\nother: *ld\n",
+		"leaderElection:\n  retryPeriod: *rp\nx: &rp 10s\n",
+		"a: 1\n---\nb: 2\n"} {
 		if _, _, err := MergeChartValues(bad, five, true, five, true); err == nil {
 			t.Errorf("MergeChartValues(%q) = nil error", bad)
 		}

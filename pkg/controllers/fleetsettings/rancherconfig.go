@@ -3,6 +3,8 @@ package fleetsettings
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -28,24 +30,40 @@ var valueKeys = [3]string{"leaseDuration", "renewDeadline", "retryPeriod"}
 // written. It returns the new document and whether anything changed; an
 // error when doc is not a YAML mapping (then it must not be touched).
 func MergeChartValues(doc string, ctrl election.Timings, ctrlOK bool, agent election.Timings, agentOK bool) (string, bool, error) {
+	dec := yaml.NewDecoder(strings.NewReader(doc))
 	var root yaml.Node
-	if err := yaml.Unmarshal([]byte(doc), &root); err != nil {
+	if err := dec.Decode(&root); err != nil && err != io.EOF {
 		return "", false, fmt.Errorf("%s: %s is not YAML: %w", RancherConfigName, RancherConfigKey, err)
 	}
-	if root.Kind == 0 { // empty document
-		root = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}}
+	var second yaml.Node
+	if err := dec.Decode(&second); err != io.EOF {
+		return "", false, fmt.Errorf("%s: %s holds more than one YAML document", RancherConfigName, RancherConfigKey)
+	}
+	if root.Kind == 0 {
+		root = yaml.Node{Kind: yaml.DocumentNode}
+	}
+	// An empty, comment-only or null document is an empty mapping.
+	if len(root.Content) == 0 || (root.Content[0].Kind == yaml.ScalarNode && root.Content[0].Tag == "!!null") {
+		root.Content = []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}
 	}
 	top := root.Content[0]
 	if top.Kind != yaml.MappingNode {
 		return "", false, fmt.Errorf("%s: %s is not a YAML mapping", RancherConfigName, RancherConfigKey)
 	}
 	changed := false
+	set := func(m *yaml.Node, t election.Timings) error {
+		c, err := setTriple(m, t)
+		changed = changed || c
+		return err
+	}
 	if ctrlOK {
 		le, err := child(top, "leaderElection")
 		if err != nil {
 			return "", false, err
 		}
-		changed = setTriple(le, ctrl) || changed
+		if err := set(le, ctrl); err != nil {
+			return "", false, err
+		}
 	}
 	if agentOK {
 		ag, err := child(top, "agent")
@@ -56,7 +74,9 @@ func MergeChartValues(doc string, ctrl election.Timings, ctrlOK bool, agent elec
 		if err != nil {
 			return "", false, err
 		}
-		changed = setTriple(le, agent) || changed
+		if err := set(le, agent); err != nil {
+			return "", false, err
+		}
 	}
 	if !changed {
 		return doc, false, nil
@@ -66,6 +86,10 @@ func MergeChartValues(doc string, ctrl election.Timings, ctrlOK bool, agent elec
 	enc.SetIndent(2)
 	if err := enc.Encode(&root); err != nil {
 		return "", false, err
+	}
+	var check interface{}
+	if err := yaml.Unmarshal(buf.Bytes(), &check); err != nil {
+		return "", false, fmt.Errorf("%s: merging into %s would not give valid YAML (%v): left alone", RancherConfigName, RancherConfigKey, err)
 	}
 	return buf.String(), true, nil
 }
@@ -91,8 +115,10 @@ func child(m *yaml.Node, key string) (*yaml.Node, error) {
 }
 
 // setTriple sets the three duration keys of m to t, keeping a key whose
-// value already parses to the right duration; it reports a change.
-func setTriple(m *yaml.Node, t election.Timings) bool {
+// value already parses to the right duration; it reports a change. A value
+// to change that is a YAML anchor or alias is an error: other keys may
+// share it, so changing it would change them too.
+func setTriple(m *yaml.Node, t election.Timings) (bool, error) {
 	changed := false
 	for i, f := range election.Fields {
 		want := election.FormatDuration(t.Get(f))
@@ -106,6 +132,9 @@ func setTriple(m *yaml.Node, t election.Timings) bool {
 			if d, err := election.ParseDuration(f, v.Value); err == nil && v.Kind == yaml.ScalarNode && d == t.Get(f) {
 				continue
 			}
+			if v.Anchor != "" || v.Kind == yaml.AliasNode {
+				return false, fmt.Errorf("%s: %s value %s is a YAML anchor or alias, shared with other keys: left alone", RancherConfigName, RancherConfigKey, valueKeys[i])
+			}
 			*v = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: want, LineComment: v.LineComment}
 			changed = true
 		}
@@ -116,5 +145,5 @@ func setTriple(m *yaml.Node, t election.Timings) bool {
 			changed = true
 		}
 	}
-	return changed
+	return changed, nil
 }
