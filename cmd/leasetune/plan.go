@@ -95,12 +95,12 @@ keep their values: see the listing.`,
 			if err != nil {
 				return err
 			}
-			rs, err := r.Removals()
-			if err != nil {
-				return err
-			}
+			rs := r.Removals()
 			out := cmd.OutOrStdout()
 			plan.PrintRemovals(out, rs, pf.opts)
+			for _, l := range r.LeftAlone {
+				fmt.Fprintf(out, "left alone: %s\n", l)
+			}
 			if !yes {
 				fmt.Fprintln(out, "\nNothing removed: run again with --yes to remove the above.")
 				return nil

@@ -53,8 +53,8 @@ type Report struct {
 	Evidence  string
 	Changes   []Change
 	LeftAlone []string
-	// clusters are the routings of every cluster, for Cleanup.
-	clusters []agentenv.Routing
+	// objects are every cluster object of the three kinds, for Removals.
+	objects []clusterObject
 }
 
 var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
@@ -165,6 +165,12 @@ func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent 
 	if err != nil {
 		return err
 	}
+	for gvr, items := range map[schema.GroupVersionResource][]unstructured.Unstructured{
+		agentenv.FleetClusterGVR: fcs, agentenv.ProvisioningClusterGVR: provs, agentenv.ManagementClusterGVR: mgmts} {
+		for i := range items {
+			r.objects = append(r.objects, clusterObject{gvr: gvr, obj: &items[i]})
+		}
+	}
 	provBy, mgmtBy := map[string]*unstructured.Unstructured{}, map[string]*unstructured.Unstructured{}
 	for i := range provs {
 		if n, _, _ := unstructured.NestedString(provs[i].Object, "status", "clusterName"); n != "" {
@@ -182,7 +188,6 @@ func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent 
 			r.LeftAlone = append(r.LeftAlone, err.Error())
 			continue
 		}
-		r.clusters = append(r.clusters, rt)
 		if !agent.HasEffective {
 			continue
 		}

@@ -167,3 +167,31 @@ func TestRoute(t *testing.T) {
 		t.Error("no management Cluster: want an error")
 	}
 }
+
+func TestStrip(t *testing.T) {
+	mk := func(rec string, env ...map[string]interface{}) *unstructured.Unstructured {
+		u := obj("Cluster", "ns", "c", nil, map[string]interface{}{"spec": map[string]interface{}{}})
+		var l []interface{}
+		for _, e := range env {
+			l = append(l, e)
+		}
+		_ = unstructured.SetNestedSlice(u.Object, l, "spec", "agentEnvVars")
+		if rec != "" {
+			u.SetAnnotations(map[string]string{RecordAnnotation: rec})
+		}
+		return u
+	}
+	rec := `{"CATTLE_ELECTION_LEASE_DURATION":"1m0s","CATTLE_ELECTION_RENEW_DEADLINE":"50s","CATTLE_ELECTION_RETRY_PERIOD":"20s"}`
+	out, removed, err := Strip(mk(rec, user, e(L, "1m0s"), e(D, "50s"), e(P, "20s")))
+	if err != nil || !removed || len(out) != 1 {
+		t.Errorf("owned entries: %v %v %v", out, removed, err)
+	}
+	// Someone edited the renew deadline: removing the other two would leave
+	// 30s/40s/10s on a v0.12 agent, which crash-loops. Leave it all.
+	if _, _, err := Strip(mk(rec, user, e(L, "1m0s"), e(D, "40s"), e(P, "20s"))); err == nil || !strings.Contains(err.Error(), "partial triple") {
+		t.Errorf("partial: %v", err)
+	}
+	if _, removed, err := Strip(mk("", user)); err != nil || removed {
+		t.Errorf("nothing owned: %v %v", removed, err)
+	}
+}

@@ -91,25 +91,32 @@ func (rt Routing) Decide(global election.Timings, channel fleet.AgentChannel) De
 	return Decide(env, ownRecord(rt.Target), vals, set, global, channel)
 }
 
-// Strip returns the target's agent env without the entries the project
-// owns (those its record shows with the recorded value), and whether there
-// were any: what `leasetune cleanup` writes.
-func (rt Routing) Strip() ([]map[string]interface{}, bool, error) {
-	env, err := agentEnvVars(rt.Target)
+// Strip returns the agent env of an object the project wrote to, without
+// the entries its record shows (with the recorded value), and whether there
+// were any: what `leasetune cleanup` writes. When another CATTLE_ELECTION_*
+// entry is there too (someone edited one the project wrote), removing the
+// rest would leave a partial triple the agent may refuse, so it returns an
+// error and the object is to be left as it is.
+func Strip(u *unstructured.Unstructured) ([]map[string]interface{}, bool, error) {
+	env, err := agentEnvVars(u)
 	if err != nil {
 		return nil, false, err
 	}
-	rec := ownRecord(rt.Target)
+	rec := ownRecord(u)
 	var out []map[string]interface{}
 	removed := false
 	for _, e := range env {
 		name, _ := e["name"].(string)
-		value, _ := e["value"].(string)
-		if want, ok := rec[name]; ok && want == value && election.CattlePrefix.Owns(name) {
-			removed = true
+		if !election.CattlePrefix.Owns(name) {
+			out = append(out, e)
 			continue
 		}
-		out = append(out, e)
+		value, isString := e["value"].(string)
+		_, fromSource := e["valueFrom"]
+		if want, ok := rec[name]; !ok || !isString || fromSource || want != value {
+			return nil, false, fmt.Errorf("spec.agentEnvVars has %s=%q, which leasetune did not write: removing its own entries would leave a partial triple", name, value)
+		}
+		removed = true
 	}
 	return out, removed, nil
 }
