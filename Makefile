@@ -33,12 +33,13 @@ controlplane: ## build kube-apiserver and etcd into .cache/controlplane (idempot
 
 test: test-unit test-integration ## unit tests (fuzz seed corpora included) and integration tests
 
+# -race: the controllers share caches and state between goroutines.
 test-unit:
-	$(GO) test -count=1 $(UNIT_PKGS)
+	$(GO) test -race -count=1 $(UNIT_PKGS)
 
 test-integration:
 	assets="$$(scripts/controlplane.sh)" && \
-	  KUBEBUILDER_ASSETS="$$assets" $(GO) test -count=1 -p 1 -timeout 20m $(INTEGRATION_PKGS)
+	  KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 -p 1 -timeout 30m $(INTEGRATION_PKGS)
 
 generate: ## regenerate deepcopy and wrangler clients (pkg/apis, pkg/generated)
 	scripts/generate.sh
