@@ -1,0 +1,23 @@
+package agentenv
+
+import (
+	"testing"
+
+	"leasetune.io/leasetune/pkg/fleet"
+)
+
+// BenchmarkDecide measures the pure decision for one cluster with a
+// realistic env list (user entries plus the three owned ones) and an
+// override: the CPU a global change costs per cluster, apart from the API
+// calls. Run: go test -run '^$' -bench Decide ./pkg/controllers/agentenv
+func BenchmarkDecide(b *testing.B) {
+	env := []map[string]interface{}{user, fromRef, e("NO_PROXY", "10.0.0.0/8"), e(L, "1m0s"), e(D, "50s"), e(P, "20s")}
+	vals, set := over("-", "-", "5s")
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		d := Decide(env, rec6050, vals, set, global, fleet.ChannelClusterEnvV012)
+		if !d.Change {
+			b.Fatal("no change decided")
+		}
+	}
+}
