@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
@@ -66,24 +67,55 @@ type proc struct {
 	exitCode int
 }
 
-func freeAddr(t *testing.T) string {
+// freeAddrs returns n distinct free loopback addresses (held open together
+// while chosen, so they differ).
+func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var out []string
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		out = append(out, l.Addr().String())
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return out
 }
 
 // start runs `leasetune controller` for env e with its own lock timings of
-// 4s/2s/1s (fast failover for the test).
+// 4s/2s/1s (fast failover for the test). A free port can be taken by
+// another process between choosing and binding it: then it starts again
+// with other ports.
 func start(t *testing.T, e env, identity string) *proc {
 	t.Helper()
-	p := &proc{identity: identity, out: &syncBuffer{}, health: freeAddr(t), metrics: freeAddr(t), exited: make(chan struct{})}
+	for attempt := 1; ; attempt++ {
+		p := launch(t, e, identity)
+		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			select {
+			case <-p.exited:
+				return false, fmt.Errorf("%s exited with %d", identity, p.exitCode)
+			default:
+			}
+			return p.get("/readyz", p.health) == "ok", nil
+		})
+		if err == nil {
+			return p
+		}
+		if attempt < 3 && strings.Contains(p.out.String(), "address already in use") {
+			continue
+		}
+		t.Fatalf("%s ready: %v", identity, err)
+	}
+}
+
+func launch(t *testing.T, e env, identity string) *proc {
+	t.Helper()
+	addrs := freeAddrs(t, 3)
+	p := &proc{identity: identity, out: &syncBuffer{}, health: addrs[0], metrics: addrs[1], exited: make(chan struct{})}
 	p.cmd = exec.Command(binary, "controller", "--kubeconfig", kubeconfig, "--namespace", e.ns,
 		"--fleet-namespace", e.fleetNS, "--rancher-namespace", e.rancherNS, "--identity", identity,
-		"--health-addr", p.health, "--metrics-addr", p.metrics, "--webhook-addr", freeAddr(t), "--log-format", "text")
+		"--health-addr", p.health, "--metrics-addr", p.metrics, "--webhook-addr", addrs[2], "--log-format", "text")
 	p.cmd.Env = append(os.Environ(), "CATTLE_ELECTION_LEASE_DURATION=4s", "CATTLE_ELECTION_RENEW_DEADLINE=2s", "CATTLE_ELECTION_RETRY_PERIOD=1s")
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
@@ -105,7 +137,6 @@ func start(t *testing.T, e env, identity string) *proc {
 			t.Logf("--- %s output ---\n%s", identity, p.out.String())
 		}
 	})
-	eventually(t, identity+" ready", func() bool { return p.get("/readyz", p.health) == "ok" })
 	return p
 }
 
