@@ -95,20 +95,20 @@ keep their values: see the listing.`,
 			if err != nil {
 				return err
 			}
-			rs := r.Removals()
-			out := cmd.OutOrStdout()
-			plan.PrintRemovals(out, rs, pf.opts)
-			for _, l := range r.LeftAlone {
-				fmt.Fprintf(out, "left alone: %s\n", l)
-			}
-			if !yes {
-				fmt.Fprintln(out, "\nNothing removed: run again with --yes to remove the above.")
-				return nil
-			}
-			if err := plan.ApplyCleanup(ctx, cs, dyn, rs, pf.opts); err != nil {
+			c, err := r.Cleanup(ctx, cs, pf.opts)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "\nRemoved from %d cluster objects.\n", len(rs))
+			out := cmd.OutOrStdout()
+			if !yes {
+				c.Print(out, false)
+				fmt.Fprintln(out, "\nNothing was removed: run again with --yes to remove the above.")
+				return nil
+			}
+			if err := c.Apply(ctx, cs, dyn, pf.opts); err != nil {
+				return err
+			}
+			c.Print(out, true)
 			return nil
 		},
 	}

@@ -90,6 +90,9 @@ func run() error {
 		"--log-format", "text", "--health-addr", "127.0.0.1:8081", "--metrics-addr", "127.0.0.1:8080",
 		"--webhook-addr", "127.0.0.1:9443", "--webhook-host", "127.0.0.1")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	// Its own process group: a Ctrl-C reaches devenv, which stops it with
+	// one SIGTERM and waits, instead of it racing the control plane's exit.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}

@@ -64,6 +64,9 @@ func EnsureCerts(ctx context.Context, cs kubernetes.Interface, ns, name string, 
 	if err != nil {
 		return tls.Certificate{}, nil, fmt.Errorf("webhook TLS Secret %s/%s: %w", ns, name, err)
 	}
+	if len(s.Data[CAKey]) == 0 {
+		return tls.Certificate{}, nil, fmt.Errorf("webhook TLS Secret %s/%s has no %s: the caBundle cannot be published (delete the Secret to have a new one made)", ns, name, CAKey)
+	}
 	return cert, s.Data[CAKey], nil
 }
 

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -22,13 +24,18 @@ const (
 	OverridesPath = "/validate-cluster-overrides"
 )
 
-// Settings lists the current Setting objects (from a cache).
-type Settings func() ([]v3.Setting, error)
+// Source reads, live from the kube-apiserver (a cache may lag behind the
+// very write before this one), the Setting objects and the data of the
+// Provider's state ConfigMap (nil when there is none).
+type Source func(ctx context.Context) ([]v3.Setting, map[string]string, error)
 
 // Webhook validates Setting values and cluster override annotations.
 type Webhook struct {
-	// Settings gives the current values the checks are made against.
-	Settings Settings
+	// Source gives the current values the checks are made against.
+	Source Source
+	// EnvSet reports whether a setting's env var is set on this pod (the
+	// project's pod): such a setting is read-only, whatever its source says.
+	EnvSet func(settings.Definition) bool
 	// ServiceAccount is the project's own user name
 	// (system:serviceaccount:<ns>:<name>), whose writes are never refused.
 	ServiceAccount string
@@ -42,7 +49,7 @@ func (w *Webhook) Register(mux *http.ServeMux) {
 }
 
 // serve decodes an AdmissionReview, runs review, and answers.
-func (w *Webhook) serve(review func(*admissionv1.AdmissionRequest) error) http.HandlerFunc {
+func (w *Webhook) serve(review func(context.Context, *admissionv1.AdmissionRequest) error) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 3<<20))
 		if err != nil {
@@ -56,7 +63,7 @@ func (w *Webhook) serve(review func(*admissionv1.AdmissionRequest) error) http.H
 		}
 		resp := &admissionv1.AdmissionResponse{UID: ar.Request.UID, Allowed: true}
 		if ar.Request.UserInfo.Username != w.ServiceAccount {
-			if err := review(ar.Request); err != nil {
+			if err := review(r.Context(), ar.Request); err != nil {
 				resp.Allowed = false
 				resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity,
 					Reason: metav1.StatusReasonInvalid, Message: err.Error()}
@@ -73,8 +80,8 @@ func (w *Webhook) serve(review func(*admissionv1.AdmissionRequest) error) http.H
 // reviewSetting refuses a value of one of the project's settings that does
 // not parse, has surrounding white space, makes its component's triple
 // invalid with the other two current values (an empty value is checked as
-// its default), or changes a setting set by env.
-func (w *Webhook) reviewSetting(req *admissionv1.AdmissionRequest) error {
+// its default), or changes a setting set by env (settings.CheckChange).
+func (w *Webhook) reviewSetting(ctx context.Context, req *admissionv1.AdmissionRequest) error {
 	var s v3.Setting
 	if err := json.Unmarshal(req.Object.Raw, &s); err != nil {
 		return fmt.Errorf("decode Setting: %w", err)
@@ -95,23 +102,27 @@ func (w *Webhook) reviewSetting(req *admissionv1.AdmissionRequest) error {
 			return fmt.Errorf("setting %s is %w (%s): its value cannot be changed here", s.Name, settings.ErrReadOnly, d.EnvVar())
 		}
 	}
-	objs, err := w.Settings()
+	objs, state, err := w.Source(ctx)
 	if err != nil {
 		return fmt.Errorf("read current settings: %w", err)
 	}
-	// On create, the object's own source is what counts.
-	for i := range objs {
-		if objs[i].Name == s.Name && req.Operation == admissionv1.Create {
-			objs[i].Source = s.Source
+	v := settings.View{Objects: objs, Remembered: settings.RememberedValues(state), EnvSet: w.EnvSet}
+	if req.Operation == admissionv1.Create {
+		// The object being created is not there yet: its own source counts.
+		for i := range v.Objects {
+			if v.Objects[i].Name == s.Name {
+				v.Objects[i].Source = s.Source
+			}
 		}
 	}
-	return settings.CheckChange(objs, s.Name, s.Value)
+	return settings.CheckChange(v, s.Name, s.Value)
 }
 
-// reviewOverrides refuses override annotations that do not parse or make
-// an invalid triple with the current global agent triple. Removing them is
-// always allowed.
-func (w *Webhook) reviewOverrides(req *admissionv1.AdmissionRequest) error {
+// reviewOverrides refuses override annotations that do not parse, or make
+// an invalid triple with the global agent triple in effect (the Provider's,
+// so the last good one when the current settings are refused). Removing
+// all of them is always allowed.
+func (w *Webhook) reviewOverrides(ctx context.Context, req *admissionv1.AdmissionRequest) error {
 	var u unstructured.Unstructured
 	if err := json.Unmarshal(req.Object.Raw, &u.Object); err != nil {
 		return fmt.Errorf("decode object: %w", err)
@@ -127,17 +138,23 @@ func (w *Webhook) reviewOverrides(req *admissionv1.AdmissionRequest) error {
 	if !any {
 		return nil
 	}
-	objs, err := w.Settings()
+	objs, state, err := w.Source(ctx)
 	if err != nil {
 		return fmt.Errorf("read current settings: %w", err)
 	}
-	snap, _ := settings.Snapshot(objs, nil)
-	agent := snap[settings.FleetAgent]
-	if !agent.HasEffective {
-		return nil // no valid global triple to check against: the controller reports it
+	snap, _ := settings.Snapshot(objs, state)
+	global := snap[settings.FleetAgent]
+	if !global.HasEffective {
+		// No triple in effect to check against: the values must still parse.
+		for i, f := range election.Fields {
+			if _, err := election.ParseDuration(f, vals[i]); set[i] && err != nil {
+				return fmt.Errorf("annotation %s: %w", agentenv.OverrideAnnotations[i], err)
+			}
+		}
+		return nil
 	}
-	if _, err := agentenv.Effective(agent.Effective, vals, set); err != nil {
-		return fmt.Errorf("election override annotations refused with the global agent triple %s: %w", agent.Effective, err)
+	if _, err := agentenv.Effective(global.Effective, vals, set); err != nil {
+		return fmt.Errorf("election override annotations refused with the global agent triple %s: %w", global.Effective, err)
 	}
 	return nil
 }

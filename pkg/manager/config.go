@@ -57,6 +57,8 @@ type Config struct {
 	// WebhookConfigName is the ValidatingWebhookConfiguration whose
 	// caBundle is kept current.
 	WebhookConfigName string
+	// CertCheckInterval is how often the webhook Secret is reread (default 30s).
+	CertCheckInterval time.Duration
 	// ServiceAccount is the project's own user name, whose writes the
 	// webhook never refuses.
 	ServiceAccount string

@@ -38,6 +38,9 @@ import (
 	"leasetune.io/leasetune/pkg/settings"
 )
 
+// lockRequestTimeout bounds each request on the Lease.
+const lockRequestTimeout = 5 * time.Second
+
 // UserAgent identifies the project's requests; the API server also uses it
 // as the field manager of writes that name none.
 const UserAgent = "leasetune"
@@ -96,10 +99,20 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 	)
 	lostCtx, lost := context.WithCancel(context.Background())
 	defer lost()
+	// The lock's own client gives up on a request after lockRequestTimeout:
+	// client-go's release on a stop has no deadline of its own, and a
+	// kube-apiserver that is going away (as under `make run`'s Ctrl-C)
+	// would hold the stop for half a minute.
+	lockCfg := rest.CopyConfig(rc)
+	lockCfg.Timeout = lockRequestTimeout
+	lockClient, err := kubernetes.NewForConfig(lockCfg)
+	if err != nil {
+		return err
+	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.LeaseName},
-			Client:     cs.CoordinationV1(),
+			Client:     lockClient.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
 		},
 		LeaseDuration:   cfg.Timings.LeaseDuration,

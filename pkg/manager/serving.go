@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -8,67 +9,115 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/admission"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
+	"leasetune.io/leasetune/pkg/ownstate"
+	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/pkg/settingsapi"
 )
 
 // WebhookSecretName is the Secret holding the webhook's CA and serving certificate.
 const WebhookSecretName = "leasetune-webhook-tls"
 
+// certCheckInterval is how often a replica rereads the webhook Secret, to
+// follow a rotation (someone deleted it and another replica made a new
+// one) and to put a changed caBundle back.
+const certCheckInterval = 30 * time.Second
+
 // serveTLS starts, on every replica, the HTTPS server of the admission
-// webhook and the /v3/settings API, with a read-only cache of the Setting
-// objects. It returns once the server listens and the cache has synced, or
+// webhook and the /v3/settings API. It returns once the server listens, or
 // with an error; the server stops when ctx ends.
 func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, log *slog.Logger) error {
 	hosts := append([]string{
 		cfg.WebhookService + "." + cfg.Namespace + ".svc",
 		cfg.WebhookService + "." + cfg.Namespace + ".svc.cluster.local",
 	}, cfg.WebhookHosts...)
-	cert, caPEM, err := admission.EnsureCerts(ctx, cs, cfg.Namespace, WebhookSecretName, hosts)
-	if err != nil {
+	var current atomic.Pointer[tls.Certificate]
+	var currentCA []byte
+	refresh := func() error {
+		cert, caPEM, err := admission.EnsureCerts(ctx, cs, cfg.Namespace, WebhookSecretName, hosts)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(caPEM, currentCA) {
+			if currentCA != nil {
+				log.Info("webhook certificate changed; serving the new one")
+			}
+			current.Store(&cert)
+			currentCA = caPEM
+		}
+		if err := admission.PatchCABundle(ctx, cs, cfg.WebhookConfigName, caPEM); err != nil {
+			return fmt.Errorf("publish the webhook caBundle: %w", err)
+		}
+		return nil
+	}
+	if err := refresh(); err != nil {
 		return err
 	}
-	if err := admission.PatchCABundle(ctx, cs, cfg.WebhookConfigName, caPEM); err != nil {
-		return fmt.Errorf("publish the webhook caBundle: %w", err)
-	}
+	go func() {
+		every := cfg.CertCheckInterval
+		if every <= 0 {
+			every = certCheckInterval
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := refresh(); err != nil && ctx.Err() == nil {
+					log.Error("webhook certificate check", "error", err)
+				}
+			}
+		}
+	}()
 
 	mf, err := management.NewFactoryFromConfig(rc)
 	if err != nil {
 		return err
 	}
-	cache := mf.Management().V3().Setting().Cache()
-	if err := startFactory(ctx, mf.Start); err != nil {
-		return err
-	}
-	list := func() ([]v3.Setting, error) {
-		objs, err := cache.List(labels.Everything())
+	settingsClient := mf.Management().V3().Setting()
+	source := func(ctx context.Context) ([]v3.Setting, map[string]string, error) {
+		l, err := settingsClient.List(metav1.ListOptions{})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out := make([]v3.Setting, 0, len(objs))
-		for _, o := range objs {
-			out = append(out, *o)
+		cm, err := ownstate.Load(ctx, cs.CoreV1(), cfg.Namespace, settings.DefaultStateName)
+		if err != nil {
+			return nil, nil, err
 		}
-		return out, nil
+		var state map[string]string
+		if cm != nil {
+			state = cm.Data
+		}
+		return l.Items, state, nil
 	}
+	lookup := cfg.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	envSet := func(d settings.Definition) bool { _, ok := lookup(d.EnvVar()); return ok }
 
 	mux := http.NewServeMux()
-	(&admission.Webhook{Settings: list, ServiceAccount: cfg.ServiceAccount, Log: log}).Register(mux)
+	(&admission.Webhook{Source: source, EnvSet: envSet, ServiceAccount: cfg.ServiceAccount, Log: log}).Register(mux)
 	(&settingsapi.Server{Base: rc, Log: log}).Register(mux)
 	ln, err := net.Listen("tcp", cfg.WebhookAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.WebhookAddr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12,
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return current.Load(), nil }}}
 	go func() {
 		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("webhook server stopped", "error", err)

@@ -16,6 +16,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -31,10 +32,10 @@ func (o clusterObject) ref() agentenv.Ref {
 
 // restarts says what a change of this object's agent env redeploys.
 func (o clusterObject) restarts() string {
-	switch {
-	case o.gvr == agentenv.ProvisioningClusterGVR:
+	switch o.gvr {
+	case agentenv.ProvisioningClusterGVR:
 		return "fleet-agent, cattle-cluster-agent, the system agent on every node"
-	case o.gvr == agentenv.ManagementClusterGVR:
+	case agentenv.ManagementClusterGVR:
 		return "fleet-agent, cattle-cluster-agent"
 	}
 	return "fleet-agent"
@@ -50,13 +51,30 @@ type Removal struct {
 	Entries bool
 }
 
-// Removals lists what cleanup would remove: from every cluster object
-// that carries the project's record or status annotation, wherever the
+// Cleanup is what `leasetune cleanup` removes.
+type Cleanup struct {
+	Removals []Removal
+	// LeftAlone lists the objects cleanup does not touch, and why.
+	LeftAlone []string
+	// Own lists the project's own objects that exist ("ConfigMap ns/name", …).
+	Own []string
+}
+
+// ownObjects are the project's own objects in its namespace, by kind.
+var ownObjects = []struct{ kind, name string }{
+	{"ConfigMap", settings.DefaultStateName},
+	{"ConfigMap", fleetsettings.ChannelConfigMapName},
+	{"Secret", manager.WebhookSecretName},
+	{"Lease", "leasetune"},
+}
+
+// Cleanup lists what cleanup would remove: from every cluster object that
+// carries the project's record or status annotation, wherever the
 // controller routes today (a cluster may have moved, or its fleet Cluster
-// be gone). An object where removing the project's entries would leave a
-// partial triple is listed in LeftAlone and not touched.
-func (r *Report) Removals() []Removal {
-	var out []Removal
+// be gone), and the project's own objects that exist. An object where
+// removing the project's entries would leave a partial triple is left alone.
+func (r *Report) Cleanup(ctx context.Context, cs kubernetes.Interface, opts Options) (*Cleanup, error) {
+	c := &Cleanup{}
 	for _, o := range r.objects {
 		ann := o.obj.GetAnnotations()
 		_, rec := ann[agentenv.RecordAnnotation]
@@ -66,36 +84,66 @@ func (r *Report) Removals() []Removal {
 		}
 		env, removed, err := agentenv.Strip(o.obj)
 		if err != nil {
-			r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("%s: %v", o.ref(), err))
+			c.LeftAlone = append(c.LeftAlone, fmt.Sprintf("%s: %v", o.ref(), err))
 			continue
 		}
-		out = append(out, Removal{Object: o, Env: env, Entries: removed})
+		c.Removals = append(c.Removals, Removal{Object: o, Env: env, Entries: removed})
 	}
-	return out
-}
-
-// PrintRemovals lists the removals and what cleanup leaves.
-func PrintRemovals(w io.Writer, rs []Removal, opts Options) {
-	for _, rm := range rs {
-		if rm.Entries {
-			fmt.Fprintf(w, "%s\n  spec.agentEnvVars: %s → %s\n  restarts: %s\n", rm.Object.ref(), envString(rm.Object.obj), envItems(rm.Env), rm.Object.restarts())
-		} else {
-			fmt.Fprintf(w, "%s\n  annotations %s, %s removed (no restart)\n", rm.Object.ref(), agentenv.RecordAnnotation, agentenv.StatusAnnotation)
+	for _, oo := range ownObjects {
+		var err error
+		switch oo.kind {
+		case "ConfigMap":
+			_, err = cs.CoreV1().ConfigMaps(opts.Namespace).Get(ctx, oo.name, metav1.GetOptions{})
+		case "Secret":
+			_, err = cs.CoreV1().Secrets(opts.Namespace).Get(ctx, oo.name, metav1.GetOptions{})
+		case "Lease":
+			_, err = cs.CoordinationV1().Leases(opts.Namespace).Get(ctx, oo.name, metav1.GetOptions{})
+		}
+		switch {
+		case err == nil:
+			c.Own = append(c.Own, oo.kind+" "+opts.Namespace+"/"+oo.name)
+		case !apierrors.IsNotFound(err):
+			return nil, err
 		}
 	}
-	fmt.Fprintf(w, "ConfigMaps %s/leasetune-state and %s/%s: deleted\n", opts.Namespace, opts.Namespace, fleetsettings.ChannelConfigMapName)
-	fmt.Fprintf(w, `
-Left in place: the CATTLE_ELECTION_* and FLEET_AGENT_ELECTION_* values on the Fleet
-Deployments and in rancher-config (removing them would send those processes back to
-wrangler's 2s retry; the next helm upgrade of Fleet resets them to the chart's values),
-and the Setting objects (your values).
-`)
+	return c, nil
 }
 
-// ApplyCleanup removes what Removals listed, each write with the
-// resourceVersion read, and deletes the project's state ConfigMaps.
-func ApplyCleanup(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, rs []Removal, opts Options) error {
-	for _, rm := range rs {
+// Print lists the cleanup; done says whether it has been applied.
+func (c *Cleanup) Print(w io.Writer, done bool) {
+	verb := "would be"
+	if done {
+		verb = "were"
+	}
+	for _, rm := range c.Removals {
+		if rm.Entries {
+			fmt.Fprintf(w, "%s\n  spec.agentEnvVars: %s → %s\n  annotations %s, %s: removed\n  restarts: %s\n",
+				rm.Object.ref(), envString(rm.Object.obj), envItems(rm.Env), agentenv.RecordAnnotation, agentenv.StatusAnnotation, rm.Object.restarts())
+		} else {
+			fmt.Fprintf(w, "%s\n  annotations %s, %s: removed (no restart)\n", rm.Object.ref(), agentenv.RecordAnnotation, agentenv.StatusAnnotation)
+		}
+	}
+	for _, o := range c.Own {
+		fmt.Fprintf(w, "%s: deleted\n", o)
+	}
+	if len(c.Removals) == 0 && len(c.Own) == 0 {
+		fmt.Fprintln(w, "Nothing of leasetune's found (check --namespace).")
+	}
+	for _, l := range c.LeftAlone {
+		fmt.Fprintf(w, "left alone: %s\n", l)
+	}
+	fmt.Fprintf(w, `
+The above %s removed. Left in place: the CATTLE_ELECTION_* and FLEET_AGENT_ELECTION_*
+values on the Fleet Deployments and in rancher-config (removing them would send those
+processes back to wrangler's 2s retry; the next helm upgrade of Fleet resets them to the
+chart's values), the Setting objects (your values) and the Setting CRD.
+`, verb)
+}
+
+// Apply removes what Cleanup listed, each cluster write with the
+// resourceVersion read, and deletes the project's own objects.
+func (c *Cleanup) Apply(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, opts Options) error {
+	for _, rm := range c.Removals {
 		ref, obj := rm.Object.ref(), rm.Object.obj
 		if _, rec := obj.GetAnnotations()[agentenv.RecordAnnotation]; rec {
 			if err := agentenv.Write(ctx, dyn, ref, obj.GetResourceVersion(), rm.Env, nil); err != nil {
@@ -114,9 +162,18 @@ func ApplyCleanup(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Inte
 			}
 		}
 	}
-	for _, name := range []string{settings.DefaultStateName, fleetsettings.ChannelConfigMapName} {
-		if err := cs.CoreV1().ConfigMaps(opts.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return err
+	for _, oo := range ownObjects {
+		var err error
+		switch oo.kind {
+		case "ConfigMap":
+			err = cs.CoreV1().ConfigMaps(opts.Namespace).Delete(ctx, oo.name, metav1.DeleteOptions{})
+		case "Secret":
+			err = cs.CoreV1().Secrets(opts.Namespace).Delete(ctx, oo.name, metav1.DeleteOptions{})
+		case "Lease":
+			err = cs.CoordinationV1().Leases(opts.Namespace).Delete(ctx, oo.name, metav1.DeleteOptions{})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete %s %s/%s: %w", oo.kind, opts.Namespace, oo.name, err)
 		}
 	}
 	return nil

@@ -40,89 +40,198 @@ func (e *ChangeError) Error() string {
 // Unwrap returns the reason.
 func (e *ChangeError) Unwrap() error { return e.Err }
 
+// View is what CheckChange reads: the Setting objects, the users'
+// remembered values (the Provider's durable state; a missing object counts
+// as its remembered value, as for the Provider) and which settings an env
+// var sets on the project's pod.
+type View struct {
+	Objects    []v3.Setting
+	Remembered map[string]string
+	// EnvSet reports whether the setting's env var is set on the project's
+	// pod; nil means only the objects' source counts.
+	EnvSet func(Definition) bool
+}
+
+// readOnly reports whether d is set by env, and names the env var.
+func (v View) readOnly(d Definition, obj *v3.Setting) bool {
+	return (obj != nil && obj.Source == v3.SourceEnv) || (v.EnvSet != nil && v.EnvSet(d))
+}
+
 // CheckChange decides whether setting name may take value, as the
 // admission webhook and the /v3 API do before a write: the value must parse
 // (an empty value is checked as the default) and, with the other two
-// current values of its component (from objs; a missing object counts as
-// its default), make a valid triple. Errors: ErrUnknownSetting; ErrReadOnly
-// (wrapped) when the current object's source is "env"; *ChangeError.
-func CheckChange(objs []v3.Setting, name, value string) error {
+// current values of its component, make a valid triple. When the current
+// triple is already invalid (e.g. values written before the webhook
+// existed, or an env value), an edit that breaks no rule the current
+// triple does not already break is accepted, so a way out exists; the
+// Provider keeps the last good triple until the whole is valid.
+// Errors: ErrUnknownSetting; ErrReadOnly (wrapped); *ChangeError, whose
+// Hint gives an order of edits that works when one exists.
+func CheckChange(v View, name, value string) error {
 	d, ok := Lookup(name)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownSetting, name)
 	}
 	byName := map[string]*v3.Setting{}
-	for i := range objs {
-		byName[objs[i].Name] = &objs[i]
+	for i := range v.Objects {
+		byName[v.Objects[i].Name] = &v.Objects[i]
 	}
-	if cur := byName[name]; cur != nil && cur.Source == v3.SourceEnv {
-		return fmt.Errorf("setting %s is %w (%s)", name, ErrReadOnly, d.EnvVar())
+	if v.readOnly(d, byName[name]) {
+		return fmt.Errorf("setting %s is %w (env var %s on leasetune's pod)", name, ErrReadOnly, d.EnvVar())
 	}
-	var vals [3]Resolved
-	var cur election.Timings
-	curOK := true
-	for i, od := range Of(d.Component) {
+	defs := Of(d.Component)
+	var curVals, newVals [3]Resolved
+	for i, od := range defs {
 		in := Input{Object: byName[od.Name]}
-		r := Resolve(od, in)
+		if in.Object != nil && in.Object.Source == v3.SourceEnv {
+			in.Env, in.EnvSet = in.Object.Value, true
+		}
+		in.Remembered, in.RememberedSet = v.Remembered[od.Name]
+		curVals[i], newVals[i] = Resolve(od, in), Resolve(od, in)
 		if od.Name == name {
-			vals[i] = Resolve(od, Input{Object: &v3.Setting{Value: value}})
-		} else {
-			vals[i] = r
+			newVals[i] = Resolve(od, Input{Object: &v3.Setting{Value: value}})
 		}
-		dur, err := election.ParseDuration(od.Field, r.Value)
-		if err != nil {
-			curOK = false
-		}
-		cur = cur.With(od.Field, dur)
 	}
-	if _, err := Evaluate(d.Component, vals); err != nil {
-		ce := &ChangeError{Setting: name, Value: value, Err: err}
-		var verr *election.ValidationError
-		if errors.As(err, &verr) && curOK {
-			ce.Hint = hint(d, verr, cur)
-		}
-		return ce
+	_, err := Evaluate(d.Component, newVals)
+	if err == nil {
+		return nil
 	}
-	return nil
+	ce := &ChangeError{Setting: name, Value: value, Err: err}
+	var newV *election.ValidationError
+	if !errors.As(err, &newV) {
+		return ce // does not parse
+	}
+	cur, curErr := Evaluate(d.Component, curVals)
+	var curV *election.ValidationError
+	if errors.As(curErr, &curV) && subset(newV, curV) {
+		return nil // no worse than now: a step out of an invalid state
+	}
+	if curErr == nil {
+		ce.Hint = orderHint(v, byName, d, cur, newV.Timings.Get(d.Field))
+	}
+	return ce
 }
 
-// hint says which other setting must change first for an edit of d to
-// validate, from the rule it breaks, and recalls the general order.
-func hint(d Definition, verr *election.ValidationError, cur election.Timings) string {
-	defs := Of(d.Component)
-	name := func(f election.Field) string {
-		for _, od := range defs {
-			if od.Field == f {
-				return od.Name
-			}
-		}
-		return string(f)
+// subset reports whether every violation of a is also one of b (by rule and fields).
+func subset(a, b *election.ValidationError) bool {
+	count := map[string]int{}
+	for _, x := range b.Violations {
+		count[fmt.Sprint(x.Rule, x.Fields)]++
 	}
-	t := verr.Timings
-	f := election.FormatDuration
-	var first []string
-	if verr.Has(election.RuleLeaseExceedsRenew) {
-		switch d.Field {
-		case election.LeaseDuration:
-			first = append(first, fmt.Sprintf("lower %s below %s first", name(election.RenewDeadline), f(t.LeaseDuration)))
-		case election.RenewDeadline:
-			first = append(first, fmt.Sprintf("raise %s above %s first", name(election.LeaseDuration), f(t.RenewDeadline)))
+	for _, x := range a.Violations {
+		k := fmt.Sprint(x.Rule, x.Fields)
+		if count[k] == 0 {
+			return false
 		}
+		count[k]--
 	}
-	if verr.Has(election.RuleRenewExceedsJitteredRetry) {
-		switch d.Field {
-		case election.RenewDeadline, election.LeaseDuration:
-			first = append(first, fmt.Sprintf("lower %s below %s (renewDeadline / 1.2) first",
-				name(election.RetryPeriod), f(time.Duration(float64(t.RenewDeadline)/election.JitterFactor).Truncate(time.Millisecond))))
-		case election.RetryPeriod:
-			first = append(first, fmt.Sprintf("raise %s above %s (1.2 × retryPeriod) first", name(election.RenewDeadline),
-				f(time.Duration(election.JitterFactor*float64(t.RetryPeriod)))))
-		}
-	}
-	if len(first) == 0 {
+	return true
+}
+
+// orderHint looks for edits of the other two settings after which d can
+// take want, each step leaving a valid triple, and says them. It says
+// nothing when no order helps (the value breaks a rule of its own, or the
+// upper bound leaves no room), and names the env var when a setting that
+// must move is set by env.
+func orderHint(v View, byName map[string]*v3.Setting, d Definition, cur election.Timings, want time.Duration) string {
+	target := fitAround(cur, d.Field, want)
+	if target.Validate() != nil {
 		return ""
 	}
-	order := fmt.Sprintf("From %s/%s/%s: to lower the timings, change the retry period, then the renew deadline, then the lease duration; to raise them, the reverse",
-		f(cur.LeaseDuration), f(cur.RenewDeadline), f(cur.RetryPeriod))
-	return strings.Join(first, "; ") + ". " + order + "."
+	defs := Of(d.Component)
+	var moves []Definition
+	for _, od := range defs {
+		if od.Field != d.Field && target.Get(od.Field) != cur.Get(od.Field) {
+			if v.readOnly(od, byName[od.Name]) {
+				return fmt.Sprintf("%s would have to be %s first, but it is set by the env var %s on leasetune's pod: change it there",
+					od.Name, election.FormatDuration(target.Get(od.Field)), od.EnvVar())
+			}
+			moves = append(moves, od)
+		}
+	}
+	for _, order := range permutations(moves) {
+		t := cur
+		ok := true
+		for _, od := range append(order, d) {
+			t = t.With(od.Field, target.Get(od.Field))
+			if t.Validate() != nil {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		var steps []string
+		for _, od := range order {
+			steps = append(steps, fmt.Sprintf("%s to %s", od.Name, election.FormatDuration(target.Get(od.Field))))
+		}
+		return "An order that works: set " + strings.Join(steps, ", then ") + ", then this value (each step leaves a valid triple)"
+	}
+	return ""
+}
+
+// fitAround returns cur with field f set to want and the other two moved,
+// as little as the rules need, to round values.
+func fitAround(cur election.Timings, f election.Field, want time.Duration) election.Timings {
+	t := cur.With(f, want)
+	jitter := func(d time.Duration) time.Duration { return time.Duration(election.JitterFactor * float64(d)) }
+	switch f {
+	case election.LeaseDuration:
+		if t.RenewDeadline >= t.LeaseDuration {
+			t.RenewDeadline = roundDown(t.LeaseDuration * 5 / 6)
+		}
+		if t.RenewDeadline <= jitter(t.RetryPeriod) {
+			t.RetryPeriod = roundDown(time.Duration(float64(t.RenewDeadline) / election.JitterFactor * 0.9))
+		}
+	case election.RenewDeadline:
+		if t.RenewDeadline <= jitter(t.RetryPeriod) {
+			t.RetryPeriod = roundDown(time.Duration(float64(t.RenewDeadline) / election.JitterFactor * 0.9))
+		}
+		if t.LeaseDuration <= t.RenewDeadline {
+			t.LeaseDuration = ceilSeconds(t.RenewDeadline * 6 / 5)
+		}
+	case election.RetryPeriod:
+		if t.RenewDeadline <= jitter(t.RetryPeriod) {
+			t.RenewDeadline = ceilSeconds(jitter(t.RetryPeriod) + time.Second)
+		}
+		if t.LeaseDuration <= t.RenewDeadline {
+			t.LeaseDuration = ceilSeconds(t.RenewDeadline * 6 / 5)
+		}
+	}
+	return t
+}
+
+// roundDown rounds to whole seconds from 2s up, else to milliseconds.
+func roundDown(d time.Duration) time.Duration {
+	if d >= 2*time.Second {
+		return d.Truncate(time.Second)
+	}
+	if r := d.Truncate(time.Millisecond); r > 0 {
+		return r
+	}
+	return d
+}
+
+// ceilSeconds rounds up to whole seconds (a lease must be whole seconds).
+func ceilSeconds(d time.Duration) time.Duration {
+	if r := d.Truncate(time.Second); r < d {
+		return r + time.Second
+	}
+	return d
+}
+
+// permutations returns every order of defs (at most two here).
+func permutations(defs []Definition) [][]Definition {
+	if len(defs) <= 1 {
+		return [][]Definition{defs}
+	}
+	var out [][]Definition
+	for i := range defs {
+		rest := append(append([]Definition{}, defs[:i]...), defs[i+1:]...)
+		for _, p := range permutations(rest) {
+			out = append(out, append([]Definition{defs[i]}, p...))
+		}
+	}
+	return out
 }

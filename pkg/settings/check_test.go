@@ -2,10 +2,14 @@ package settings
 
 import (
 	"errors"
+	"math/rand"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/election"
 )
 
 func setting(name, value, source string) v3.Setting {
@@ -14,43 +18,59 @@ func setting(name, value, source string) v3.Setting {
 	return s
 }
 
+const (
+	cL = "fleet-leader-election-lease-duration"
+	cD = "fleet-leader-election-renew-deadline"
+	cP = "fleet-leader-election-retry-period"
+)
+
+func view(l, d, p string) View {
+	return View{Objects: []v3.Setting{setting(cL, l, ""), setting(cD, d, ""), setting(cP, p, "")}}
+}
+
 func TestCheckChange(t *testing.T) {
-	const (
-		L = "fleet-leader-election-lease-duration"
-		D = "fleet-leader-election-renew-deadline"
-		P = "fleet-leader-election-retry-period"
-	)
-	at605020 := []v3.Setting{setting(L, "60s", ""), setting(D, "50s", ""), setting(P, "20s", "")}
+	at605020 := view("60s", "50s", "20s")
+	envRetry30 := View{Objects: []v3.Setting{setting(cP, "30s", "env")}}
+	envRetry10 := View{Objects: []v3.Setting{setting(cP, "10s", "env")}}
 	cases := []struct {
 		name, setting, value string
-		objs                 []v3.Setting
-		parts                []string // "" means accepted
+		v                    View
+		parts                []string // nil means accepted
 		is                   error
 	}{
-		{"valid", P, "5s", nil, nil, nil},
-		{"empty is the default", P, "", at605020, nil, nil},
-		{"unknown", "server-url", "x", nil, []string{`unknown setting "server-url"`}, ErrUnknownSetting},
-		{"env-sourced", P, "5s", []v3.Setting{setting(P, "4s", "env")}, []string{"read-only", "CATTLE_FLEET_LEADER_ELECTION_RETRY_PERIOD"}, ErrReadOnly},
-		{"unparsable", P, "10", nil, []string{`retryPeriod "10" is not a duration`}, nil},
-		{"whitespace", P, "10s ", nil, []string{"white space"}, nil},
-		{"empty default invalid with the others", L, "", at605020, []string{"leaseDuration 30s must exceed renewDeadline 50s",
-			"lower fleet-leader-election-renew-deadline below 30s first"}, nil},
-		{"lowering the lease first", L, "30s", at605020, []string{
-			"leaseDuration 30s must exceed renewDeadline 50s",
-			"lower fleet-leader-election-renew-deadline below 30s first",
-			"From 1m0s/50s/20s: to lower the timings, change the retry period, then the renew deadline, then the lease duration"}, nil},
-		{"lowering the renew deadline before the retry period", D, "20s", at605020, []string{
-			"renewDeadline 20s must exceed 1.2 × retryPeriod 20s = 24s",
-			"lower fleet-leader-election-retry-period below 16.666s (renewDeadline / 1.2) first"}, nil},
-		{"raising the retry period first", P, "30s", nil, []string{
+		{"valid", cP, "5s", View{}, nil, nil},
+		{"empty is the default", cP, "", at605020, nil, nil},
+		{"unknown", "server-url", "x", View{}, []string{`unknown setting "server-url"`}, ErrUnknownSetting},
+		{"env-sourced object", cP, "5s", View{Objects: []v3.Setting{setting(cP, "4s", "env")}}, []string{"read-only", "CATTLE_FLEET_LEADER_ELECTION_RETRY_PERIOD"}, ErrReadOnly},
+		{"env var on the pod, source rewritten by hand", cP, "5s", View{Objects: []v3.Setting{setting(cP, "4s", "")},
+			EnvSet: func(d Definition) bool { return d.Name == cP }}, []string{"read-only"}, ErrReadOnly},
+		{"unparsable", cP, "10", View{}, []string{`retryPeriod "10" is not a duration`}, nil},
+		{"whitespace", cP, "10s ", View{}, []string{"white space"}, nil},
+		{"empty default invalid with the others", cL, "", at605020, []string{"leaseDuration 30s must exceed renewDeadline 50s",
+			"An order that works: set fleet-leader-election-renew-deadline to 25s, then this value"}, nil},
+		{"lowering the lease first", cL, "30s", at605020, []string{"leaseDuration 30s must exceed renewDeadline 50s",
+			"An order that works: set fleet-leader-election-renew-deadline to 25s, then this value"}, nil},
+		{"lowering the lease below 1.2 × retry", cL, "20s", at605020, []string{
+			"set fleet-leader-election-retry-period to 12s, then fleet-leader-election-renew-deadline to 16s, then this value"}, nil},
+		{"raising the retry period first", cP, "30s", View{}, []string{
 			"renewDeadline 25s must exceed 1.2 × retryPeriod 30s = 36s",
-			"raise fleet-leader-election-renew-deadline above 36s (1.2 × retryPeriod) first"}, nil},
-		{"raising the renew deadline first", D, "40s", nil, []string{"raise fleet-leader-election-lease-duration above 40s first"}, nil},
-		{"over the bound: no order helps", L, "2h", nil, []string{"at most 1h0m0s"}, nil},
+			"set fleet-leader-election-lease-duration to 45s, then fleet-leader-election-renew-deadline to 37s, then this value"}, nil},
+		{"raising the renew deadline first", cD, "40s", View{}, []string{"set fleet-leader-election-lease-duration to 48s, then this value"}, nil},
+		{"over the bound: no order helps", cL, "2h", View{}, []string{"at most 1h0m0s"}, nil},
+		{"renew at the bound: no order helps", cD, "1h", View{}, []string{"leaseDuration 30s must exceed renewDeadline 1h0m0s"}, nil},
+		{"a value with a rule of its own: no order", cL, "500ms", View{}, []string{"at least 1s"}, nil},
+		{"a deleted setting counts as the remembered value", cD, "55s",
+			View{Objects: []v3.Setting{setting(cD, "50s", ""), setting(cP, "20s", "")}, Remembered: map[string]string{cL: "60s"}}, nil, nil},
+		{"the hint names the env var of a read-only setting", cD, "10s", envRetry10,
+			[]string{"would have to be", "CATTLE_FLEET_LEADER_ELECTION_RETRY_PERIOD"}, nil},
+		// The current triple is invalid (env retry 30s with the default renew 25s):
+		// a step that breaks nothing new is accepted, so there is a way out.
+		{"a way out of an invalid state", cL, "60s", envRetry30, nil, nil},
+		{"but no step that adds a broken rule", cL, "20s", envRetry30, []string{"leaseDuration 20s must exceed renewDeadline 25s"}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := CheckChange(c.objs, c.setting, c.value)
+			err := CheckChange(c.v, c.setting, c.value)
 			if c.parts == nil {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -68,9 +88,52 @@ func TestCheckChange(t *testing.T) {
 			if c.is != nil && !errors.Is(err, c.is) {
 				t.Errorf("%v is not %v", err, c.is)
 			}
-			if c.name == "over the bound: no order helps" && strings.Contains(err.Error(), "first") {
-				t.Errorf("a hint for a rule no order fixes: %v", err)
+			if strings.Contains(c.name, "no order") && strings.Contains(err.Error(), "An order that works") {
+				t.Errorf("a hint where no order helps: %v", err)
 			}
 		})
 	}
+}
+
+var hintStep = regexp.MustCompile(`(fleet-leader-election-[a-z-]+) to ([0-9.hms]+)`)
+
+// TestHintsAreFollowable: for random valid triples and edits, every hint's
+// steps, applied in order, are each accepted, and then so is the edit.
+func TestHintsAreFollowable(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	durs := []string{"1s", "2s", "3s", "5s", "8s", "10s", "15s", "20s", "25s", "30s", "45s", "1m0s", "2m0s", "5m0s", "10m0s", "30m0s", "1h0m0s"}
+	names := []string{cL, cD, cP}
+	hints := 0
+	for i := 0; i < 5000; i++ {
+		l, d, p := durs[rng.Intn(len(durs))], durs[rng.Intn(len(durs))], durs[rng.Intn(len(durs))]
+		if _, err := Evaluate(FleetController, [3]Resolved{{Value: l}, {Value: d}, {Value: p}}); err != nil {
+			continue
+		}
+		name, value := names[rng.Intn(3)], durs[rng.Intn(len(durs))]
+		v := view(l, d, p)
+		err := CheckChange(v, name, value)
+		var ce *ChangeError
+		if !errors.As(err, &ce) || ce.Hint == "" {
+			continue
+		}
+		hints++
+		for _, m := range hintStep.FindAllStringSubmatch(ce.Hint, -1) {
+			if err := CheckChange(v, m[1], m[2]); err != nil {
+				t.Fatalf("from %s/%s/%s, %s=%s: the hinted step %s=%s is refused: %v", l, d, p, name, value, m[1], m[2], err)
+			}
+			for i := range v.Objects {
+				if v.Objects[i].Name == m[1] {
+					v.Objects[i].Value = m[2]
+				}
+			}
+		}
+		if err := CheckChange(v, name, value); err != nil {
+			t.Fatalf("from %s/%s/%s after the hinted steps, %s=%s is still refused: %v (hint %q)", l, d, p, name, value, err, ce.Hint)
+		}
+	}
+	if hints < 100 {
+		t.Errorf("only %d hints exercised", hints)
+	}
+	_ = time.Second
+	_ = election.FleetDefaults
 }

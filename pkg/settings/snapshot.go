@@ -39,3 +39,10 @@ func Snapshot(objs []v3.Setting, stateData map[string]string) (map[Component]Com
 	}
 	return out, err
 }
+
+// RememberedValues returns the users' remembered values from the data of
+// the Provider's state ConfigMap (nil when unreadable or absent).
+func RememberedValues(stateData map[string]string) map[string]string {
+	st, _ := decodeState(stateData)
+	return st.Values
+}

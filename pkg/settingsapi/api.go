@@ -107,11 +107,16 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, c dynamic.Namespac
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, c dynamic.NamespaceableResourceInterface, name string) {
-	if _, ok := settings.Lookup(name); !ok {
-		writeError(w, httperror.NewAPIError(httperror.NotFound, "setting "+name+" not found"))
+	u, err := c.Get(r.Context(), name, metav1.GetOptions{})
+	if _, ours := settings.Lookup(name); !ours {
+		// Asked with the caller's token all the same, so a bad token is
+		// 401 whatever the name.
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			err = httperror.NewAPIError(httperror.NotFound, "setting "+name+" not found")
+		}
+		writeError(w, err)
 		return
 	}
-	u, err := c.Get(r.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -124,26 +129,38 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c dynamic.Namespace
 	writeJSON(w, http.StatusOK, toResource(r, o))
 }
 
-// put validates the new value against the current settings, then writes
-// only value, all with the caller's token.
+// put validates the new value against the current values of the setting's
+// component (read by name, with the caller's token: get is the only right
+// needed besides patch), then writes only value.
 func (s *Server) put(w http.ResponseWriter, r *http.Request, c dynamic.NamespaceableResourceInterface, name string) {
-	var body struct {
-		Value *string `json:"value"`
-	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body); err != nil || body.Value == nil {
-		writeError(w, httperror.NewFieldAPIError(httperror.MissingRequired, "value", "the body must be JSON with a string field value"))
-		return
-	}
-	if _, ok := settings.Lookup(name); !ok {
-		writeError(w, httperror.NewAPIError(httperror.NotFound, "setting "+name+" not found"))
-		return
-	}
-	objs, err := listOurs(r.Context(), c)
+	value, err := decodeValue(r.Body)
 	if err != nil {
-		writeError(w, err)
+		writeError(w, httperror.NewFieldAPIError(httperror.InvalidBodyContent, "value", err.Error()))
 		return
 	}
-	if err := settings.CheckChange(objs, name, *body.Value); err != nil {
+	d, ours := settings.Lookup(name)
+	if !ours {
+		s.get(w, r, c, name) // 401 for a bad token, else 404
+		return
+	}
+	var objs []v3.Setting
+	for _, od := range settings.Of(d.Component) {
+		u, err := c.Get(r.Context(), od.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue // counts as its default
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		o, err := fromUnstructured(u)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		objs = append(objs, o)
+	}
+	if err := settings.CheckChange(settings.View{Objects: objs}, name, value); err != nil {
 		var ce *settings.ChangeError
 		switch {
 		case errors.Is(err, settings.ErrReadOnly):
@@ -155,19 +172,40 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, c dynamic.Namespace
 		}
 		return
 	}
-	patch, _ := json.Marshal(map[string]string{"value": *body.Value})
+	patch, _ := json.Marshal(map[string]string{"value": value})
 	u, err := c.Patch(r.Context(), name, ktypes.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	s.Log.Info("setting changed through /v3", "setting", name, "value", *body.Value)
+	s.Log.Info("setting changed through /v3", "setting", name, "value", value)
 	o, err := fromUnstructured(u)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	o.Customized = o.Value != "" && o.Value != o.Default // the Provider writes it a moment later
 	writeJSON(w, http.StatusOK, toResource(r, o))
+}
+
+// decodeValue reads a PUT body: one JSON object whose "value" member (the
+// exact name) is a string; other members (Rancher clients send the whole
+// resource) are ignored, trailing data is not.
+func decodeValue(body io.Reader) (string, error) {
+	dec := json.NewDecoder(io.LimitReader(body, 1<<20))
+	var m map[string]json.RawMessage
+	if err := dec.Decode(&m); err != nil {
+		return "", errors.New("the body must be one JSON object with a string member value")
+	}
+	if dec.More() {
+		return "", errors.New("the body must be one JSON object, with nothing after it")
+	}
+	raw, ok := m["value"]
+	var value string
+	if !ok || string(raw) == "null" || json.Unmarshal(raw, &value) != nil {
+		return "", errors.New("the body must have a string member value")
+	}
+	return value, nil
 }
 
 // listOurs lists the Setting objects and keeps the project's.

@@ -33,8 +33,8 @@ var invalid = []struct{ name, setting, value, part string }{
 	{"sub-second lease", lease, "900ms", "leaseDuration 900ms must be at least 1s"},
 	{"fractional lease", lease, "30.5s", "whole number of seconds"},
 	{"over the upper bound", retry, "2h", "retryPeriod 2h0m0s must be at most 1h0m0s"},
-	{"order: retry above renew", retry, "30s", "raise fleet-leader-election-renew-deadline above 36s (1.2 × retryPeriod) first"},
-	{"order: lease below renew", lease, "20s", "lower fleet-leader-election-renew-deadline below 20s first"},
+	{"order: retry above renew", retry, "30s", "An order that works: set fleet-leader-election-lease-duration to 45s, then fleet-leader-election-renew-deadline to 37s, then this value"},
+	{"order: lease below renew", lease, "20s", "An order that works: set fleet-leader-election-renew-deadline to 16s, then this value"},
 }
 
 func TestDirectWritesAreRefusedAtTheDoor(t *testing.T) {
@@ -60,7 +60,7 @@ func TestDirectWritesAreRefusedAtTheDoor(t *testing.T) {
 		}
 	}
 	err := patchValue(lease, "30s")
-	if err == nil || !strings.Contains(err.Error(), "to lower the timings, change the retry period, then the renew deadline, then the lease duration") {
+	if err == nil || !strings.Contains(err.Error(), "An order that works: set fleet-leader-election-renew-deadline to 25s, then this value") {
 		t.Errorf("wrong order: %v", err)
 	}
 	// An empty value is checked as its default: 30s with renew 50s is invalid.

@@ -68,7 +68,7 @@ func startServer(t *testing.T, env map[string]string) *server {
 		s.done <- manager.Run(ctx, sa, manager.Config{
 			Namespace: s.ns, FleetNamespace: cp.Namespace(t), RancherNamespace: cp.Namespace(t),
 			QPS: 100, Burst: 200, Workers: 1,
-			WebhookAddr: s.addr, WebhookService: "leasetune-webhook", WebhookHosts: []string{"127.0.0.1"},
+			WebhookAddr: s.addr, WebhookService: "leasetune-webhook", WebhookHosts: []string{"127.0.0.1"}, CertCheckInterval: time.Second,
 			WebhookConfigName: "leasetune", ServiceAccount: "system:serviceaccount:" + s.ns + ":leasetune",
 			LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
