@@ -52,7 +52,7 @@ func TestPlanWritesNothingAndCleanupRemovesWhatWasWritten(t *testing.T) {
 	// cleanup without --yes lists and removes nothing.
 	out = runCLI(t, e, "cleanup")
 	if !strings.Contains(out, "clusters.fleet.cattle.io "+clusterNS+"/edge-1\n  spec.agentEnvVars: HTTPS_PROXY=http://proxy:3128 CATTLE_ELECTION_LEASE_DURATION=30s CATTLE_ELECTION_RENEW_DEADLINE=25s CATTLE_ELECTION_RETRY_PERIOD=5s → HTTPS_PROXY=http://proxy:3128") ||
-		!strings.Contains(out, "Nothing removed") {
+		!strings.Contains(out, "Nothing was removed") {
 		t.Errorf("cleanup listing:\n%s", out)
 	}
 	if after := versions(t, e); after != before {
