@@ -50,6 +50,7 @@ verify-generated: ## fail if the committed generated code differs from what gene
 	    rm -rf pkg; cp -a "$$tmp/pkg" .; exit 1; fi
 
 HELM_TEMPLATE_FLAGS := --namespace leasetune-system --kube-version 1.30.0
+# (the chart needs 1.28+: the webhook's matchConditions)
 
 chart-lint: ## helm lint and helm template of charts/leasetune (helm built from tools/helm)
 	helm="$$(scripts/helm.sh)" && "$$helm" lint --strict charts/leasetune && \
