@@ -188,6 +188,10 @@ func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent 
 			r.LeftAlone = append(r.LeftAlone, err.Error())
 			continue
 		}
+		for _, o := range rt.Ignored {
+			r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("the override annotations on %s %s/%s do not apply: they are read from %s",
+				o.GetKind(), o.GetNamespace(), o.GetName(), rt.SourceRef))
+		}
 		if !agent.HasEffective {
 			continue
 		}

@@ -356,7 +356,7 @@ func (p *Provider) report(c Component, st ComponentStatus, s State) {
 		parts = append(parts, fmt.Sprintf("%s=%q", d.Name, st.Inputs[i].Value))
 	}
 	msg := fmt.Sprintf("refused %s: %v; %s", strings.Join(parts, " "), st.Refused, keep)
-	p.log.Error("timings refused", "setting-component", c, "values", strings.Join(parts, " "), "error", st.Refused.Error(), "kept", keep)
+	p.log.Warn("timings refused", "setting-component", c, "values", strings.Join(parts, " "), "error", st.Refused.Error(), "kept", keep)
 	last, hasLast := s.Effective[c]
 	for i, d := range defs {
 		// Put the Event on the settings whose value is not the one in effect.

@@ -213,7 +213,6 @@ func (c *Controller) worker(ctx context.Context) {
 		if quit {
 			return
 		}
-		metrics.QueueDepth.WithLabelValues("agentenv").Set(float64(c.queue.Len()))
 		key := item.(string)
 		err := c.sync(ctx, key)
 		switch {
@@ -225,6 +224,15 @@ func (c *Controller) worker(ctx context.Context) {
 			c.queue.AddRateLimited(item)
 		}
 		c.queue.Done(item)
+		depth := c.queue.Len()
+		metrics.QueueDepth.WithLabelValues("agentenv").Set(float64(depth))
+		if depth == 0 {
+			// The change has been propagated: later writes (an override
+			// edited by hand) are not part of it.
+			c.mu.Lock()
+			c.changeAt = time.Time{}
+			c.mu.Unlock()
+		}
 	}
 }
 
@@ -251,6 +259,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		c.log.Info("cluster not routable yet", "cluster", key, "reason", err.Error())
 		return nil // the related object's arrival re-enqueues it
+	}
+	for _, o := range rt.Ignored {
+		c.reportIgnored(key, o, rt)
 	}
 	for attempt := 0; ; attempt++ {
 		d := rt.Decide(global, channel)
@@ -395,7 +406,7 @@ func (c *Controller) leaveAlone(ctx context.Context, key string, rt Routing, p P
 	c.reported[key] = msg
 	c.mu.Unlock()
 	if !seen {
-		c.log.Error("cluster left as it is", "cluster", key, "object", rt.TargetRef.String(), "problem", p, "error", err.Error())
+		c.log.Warn("cluster left as it is", "cluster", key, "object", rt.TargetRef.String(), "problem", p, "error", err.Error())
 		reason := "InvalidElectionOverride"
 		if p == ProblemForeign {
 			reason = "ForeignElectionEnv"
@@ -434,6 +445,23 @@ func (c *Controller) patchStatus(ctx context.Context, rt Routing, value interfac
 		return nil
 	}
 	return err
+}
+
+// reportIgnored tells, once per object and value, that override
+// annotations on o do not apply: this cluster's are read from rt.Source.
+func (c *Controller) reportIgnored(key string, o *unstructured.Unstructured, rt Routing) {
+	vals, _ := overrides(o)
+	id := fmt.Sprintf("ignored %s/%s %v", o.GetNamespace(), o.GetName(), vals)
+	c.mu.Lock()
+	seen := c.reported[id] != ""
+	c.reported[id] = id
+	c.mu.Unlock()
+	if seen {
+		return
+	}
+	msg := fmt.Sprintf("the election.cattle.io/* override annotations on this object do not apply: for this cluster leasetune reads them from %s", rt.SourceRef)
+	c.log.Warn("override annotations ignored", "cluster", key, "object", o.GetName(), "readFrom", rt.SourceRef.String())
+	c.event(o, corev1.EventTypeWarning, "ElectionOverrideIgnored", msg)
 }
 
 // setProblem records (p != "") or clears a cluster's problem and updates

@@ -16,9 +16,11 @@ type Ref struct {
 	Namespace, Name string
 }
 
+// String names the object as kubectl would: "clusters.fleet.cattle.io
+// fleet-default/edge-1", "clusters.management.cattle.io c-m-abc".
 func (r Ref) String() string {
 	if r.Namespace == "" {
-		return fmt.Sprintf("%s.%s/%s", r.GVR.Resource, r.GVR.Group, r.Name)
+		return fmt.Sprintf("%s.%s %s", r.GVR.Resource, r.GVR.Group, r.Name)
 	}
 	return fmt.Sprintf("%s.%s %s/%s", r.GVR.Resource, r.GVR.Group, r.Namespace, r.Name)
 }
@@ -44,6 +46,29 @@ type Routing struct {
 	RancherManaged bool
 	// Provisioned is true for RKE2/K3s clusters Rancher provisions.
 	Provisioned bool
+	// Ignored are the other objects of this cluster that carry override
+	// annotations, which do not apply (they are read from Source only).
+	Ignored []*unstructured.Unstructured
+}
+
+// hasOverride reports whether u carries an override annotation.
+func hasOverride(u *unstructured.Unstructured) bool {
+	if u == nil {
+		return false
+	}
+	_, set := overrides(u)
+	return set[0] || set[1] || set[2]
+}
+
+// withIgnored records the objects other than the source that carry
+// override annotations.
+func (rt Routing) withIgnored(objs ...*unstructured.Unstructured) Routing {
+	for _, o := range objs {
+		if o != nil && o != rt.Source && hasOverride(o) {
+			rt.Ignored = append(rt.Ignored, o)
+		}
+	}
+	return rt
 }
 
 // Route decides where the override annotations of a fleet Cluster are read
@@ -66,7 +91,7 @@ func Route(fc, prov, mgmt *unstructured.Unstructured) (Routing, error) {
 	}
 	if prov != nil && hasRKEConfig(prov) {
 		r := refOf(ProvisioningClusterGVR, prov)
-		return Routing{Target: prov, TargetRef: r, Source: prov, SourceRef: r, RancherManaged: true, Provisioned: true}, nil
+		return Routing{Target: prov, TargetRef: r, Source: prov, SourceRef: r, RancherManaged: true, Provisioned: true}.withIgnored(fc, mgmt), nil
 	}
 	if mgmt == nil {
 		return Routing{}, fmt.Errorf("fleet Cluster %s/%s: management Cluster %q not found", fc.GetNamespace(), fc.GetName(), mgmtName)
@@ -77,7 +102,7 @@ func Route(fc, prov, mgmt *unstructured.Unstructured) (Routing, error) {
 	} else {
 		out.Source, out.SourceRef = mgmt, out.TargetRef
 	}
-	return out, nil
+	return out.withIgnored(fc, mgmt), nil
 }
 
 // Decide runs Decide on the routed objects: the target's agent env and

@@ -156,7 +156,13 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 		return fmt.Errorf("patch deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	c.wrote("deployment")
-	c.log.Info("deployment env updated", "deployment", d.Namespace+"/"+d.Name, "patch", string(body))
+	var names []string
+	for _, ch := range changes {
+		names = append(names, ch.Container)
+	}
+	c.log.Info("deployment env updated", "deployment", d.Namespace+"/"+d.Name, "containers", names,
+		"controller", in.Controller.String(), "channel", in.Channel)
+	c.log.Debug("deployment env patch", "deployment", d.Namespace+"/"+d.Name, "patch", string(body))
 	return nil
 }
 

@@ -83,3 +83,34 @@ func TestEditAfterStatusClearIsKept(t *testing.T) {
 		return strings.Contains(got, "CATTLE_ELECTION_RETRY_PERIOD=5s") && strings.Contains(got, "NO_PROXY=10.0.0.0/8")
 	})
 }
+
+// TestOverridesOnTheWrongObjectAreReported: on a Rancher-managed cluster
+// the annotations are read from the provisioning Cluster; the same
+// annotations on its fleet or management Cluster are reported as not
+// applying (a review found them silently ignored).
+func TestOverridesOnTheWrongObjectAreReported(t *testing.T) {
+	ns := cp.Namespace(t)
+	ctx := context.Background()
+	mgmtName := ns + "-imported"
+	m := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Cluster", "spec": map[string]interface{}{}}}
+	m.SetName(mgmtName)
+	m.SetAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "7s"})
+	create(t, mgmtGVR, m)
+	p := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "provisioning.cattle.io/v1", "kind": "Cluster", "spec": map[string]interface{}{}}}
+	p.SetNamespace(ns)
+	p.SetName("imported")
+	p = create(t, provGVR, p)
+	_ = unstructured.SetNestedField(p.Object, mgmtName, "status", "clusterName")
+	if _, err := res(provGVR, ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	create(t, fleetGVR, fleetCluster(ns, "imported", map[string]string{agentenv.MgmtNameLabel: mgmtName}, nil))
+	start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelAgentManagement)
+	eventually(t, "reported on the management Cluster", func() bool {
+		ev := events(t, "", mgmtName, "ElectionOverrideIgnored")
+		return len(ev) == 1 && strings.Contains(ev[0], "clusters.provisioning.cattle.io "+ns+"/imported")
+	})
+	if got := envOf(getObj(t, mgmtGVR, "", mgmtName)); len(got) != 0 {
+		t.Errorf("an ignored override was applied: %v", got)
+	}
+}
