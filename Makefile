@@ -24,8 +24,10 @@ run: build ## run leasetune: against $$KUBECONFIG when set, else against a local
 	@if [ -n "$$KUBECONFIG" ]; then \
 	  echo "running against $$KUBECONFIG (nothing is seeded)"; exec $(BIN) controller --log-format text; \
 	else \
-	  assets="$$(scripts/controlplane.sh)" && $(GO) build -o bin/devenv ./hack/devenv && \
-	  exec bin/devenv "$$assets" "$$PWD/$(BIN)" "$$PWD/.cache/dev"; \
+	  assets="$$(scripts/controlplane.sh)" && helm="$$(scripts/helm.sh)" && mkdir -p .cache/dev && \
+	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --show-only templates/webhook.yaml > .cache/dev/webhook.yaml && \
+	  $(GO) build -o bin/devenv ./hack/devenv && \
+	  exec bin/devenv "$$assets" "$$PWD/$(BIN)" "$$PWD/.cache/dev" "$$PWD/.cache/dev/webhook.yaml"; \
 	fi
 
 controlplane: ## build kube-apiserver and etcd into .cache/controlplane (idempotent)

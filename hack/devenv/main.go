@@ -6,9 +6,12 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"embed"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -16,10 +19,12 @@ import (
 	"syscall"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -31,6 +36,41 @@ import (
 //go:embed crds/*.yaml
 var crdFiles embed.FS
 
+// webhookAddr is where the local leasetune serves its webhook.
+const webhookAddr = "127.0.0.1:9443"
+
+// installWebhook creates the ValidatingWebhookConfiguration of the chart's
+// rendered webhook.yaml with each webhook pointed at addr by URL.
+func installWebhook(ctx context.Context, cs kubernetes.Interface, path, addr string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			return fmt.Errorf("%s has no ValidatingWebhookConfiguration", path)
+		}
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(doc, []byte("kind: ValidatingWebhookConfiguration")) {
+			continue
+		}
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := yaml.Unmarshal(doc, &vwc); err != nil {
+			return err
+		}
+		for i := range vwc.Webhooks {
+			url := "https://" + addr + *vwc.Webhooks[i].ClientConfig.Service.Path
+			vwc.Webhooks[i].ClientConfig.Service, vwc.Webhooks[i].ClientConfig.URL = nil, &url
+		}
+		_, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &vwc, metav1.CreateOptions{})
+		return err
+	}
+}
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "devenv:", err)
@@ -39,10 +79,10 @@ func main() {
 }
 
 func run() error {
-	if len(os.Args) != 4 {
-		return fmt.Errorf("usage: devenv <control-plane assets dir> <leasetune binary> <state dir>")
+	if len(os.Args) != 5 {
+		return fmt.Errorf("usage: devenv <control-plane assets dir> <leasetune binary> <state dir> <chart's webhook.yaml>")
 	}
-	assets, binary, dir := os.Args[1], os.Args[2], os.Args[3]
+	assets, binary, dir, webhookYAML := os.Args[1], os.Args[2], os.Args[3], os.Args[4]
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -82,13 +122,19 @@ func run() error {
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		return err
 	}
-	if err := seed(ctx, kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg)); err != nil {
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	if err := seed(ctx, cs, dynamic.NewForConfigOrDie(cfg)); err != nil {
 		return fmt.Errorf("seed: %w", err)
+	}
+	// The chart's webhook configuration, pointed at the local server;
+	// leasetune fills in its caBundle before its controllers start.
+	if err := installWebhook(ctx, cs, webhookYAML, webhookAddr); err != nil {
+		return fmt.Errorf("webhook: %w", err)
 	}
 
 	cmd := exec.Command(binary, "controller", "--kubeconfig", kubeconfig, "--namespace", "leasetune-system",
 		"--log-format", "text", "--health-addr", "127.0.0.1:8081", "--metrics-addr", "127.0.0.1:8080",
-		"--webhook-addr", "127.0.0.1:9443", "--webhook-host", "127.0.0.1")
+		"--webhook-addr", webhookAddr, "--webhook-host", "127.0.0.1")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	// Its own process group: a Ctrl-C reaches devenv, which stops it with
 	// one SIGTERM and waits, instead of it racing the control plane's exit.
@@ -106,16 +152,18 @@ leasetune is running against a local control plane seeded with Fleet v0.14 and f
 Change a setting (as PUT /v3/settings/<name> would) and watch it reach Fleet:
   kubectl patch setting fleet-leader-election-retry-period --type merge -p '{"value":"5s"}'
   kubectl -n cattle-fleet-system get deploy fleet-controller -o jsonpath='{.spec.template.spec.containers[0].env}'
-A value that would crash-loop Fleet is refused, with the reason:
+A value that would crash-loop Fleet is refused at the door, with the rule and an order that works:
   kubectl patch setting fleet-leader-election-retry-period --type merge -p '{"value":"30s"}'
+Events say what took effect:
   kubectl get events -n default --field-selector involvedObject.name=fleet-leader-election-retry-period
 Downstream agents, and the per-cluster override annotations:
   kubectl patch setting fleet-agent-leader-election-retry-period --type merge -p '{"value":"15s"}'
   kubectl -n fleet-default get clusters.fleet.cattle.io edge-1 -o jsonpath='{.spec.agentEnvVars}'
   kubectl -n fleet-default get clusters.provisioning.cattle.io prod-rke2 -o jsonpath='{.spec.agentEnvVars}'
   kubectl -n fleet-default annotate clusters.fleet.cattle.io edge-1 election.cattle.io/retry-period=20s
-Every write leasetune would make now, without making it:
+Every write leasetune would make now, without making it; and what it wrote, to remove it:
   %[3]s plan --kubeconfig %[1]s --namespace leasetune-system
+  %[3]s cleanup --kubeconfig %[1]s --namespace leasetune-system   (lists; --yes removes)
 Settings: kubectl get settings | grep leader-election     Metrics: http://127.0.0.1:8080/metrics
 
 Ctrl-C stops everything.

@@ -117,14 +117,14 @@ func (c *Cleanup) Print(w io.Writer, done bool) {
 	}
 	for _, rm := range c.Removals {
 		if rm.Entries {
-			fmt.Fprintf(w, "%s\n  spec.agentEnvVars: %s → %s\n  annotations %s, %s: removed\n  restarts: %s\n",
-				rm.Object.ref(), envString(rm.Object.obj), envItems(rm.Env), agentenv.RecordAnnotation, agentenv.StatusAnnotation, rm.Object.restarts())
+			fmt.Fprintf(w, "%s\n  spec.agentEnvVars: %s → %s\n  annotations %s, %s: %s removed\n  restarts: %s\n",
+				rm.Object.ref(), envString(rm.Object.obj), envItems(rm.Env), agentenv.RecordAnnotation, agentenv.StatusAnnotation, verb, rm.Object.restarts())
 		} else {
-			fmt.Fprintf(w, "%s\n  annotations %s, %s: removed (no restart)\n", rm.Object.ref(), agentenv.RecordAnnotation, agentenv.StatusAnnotation)
+			fmt.Fprintf(w, "%s\n  annotations %s, %s: %s removed (no restart)\n", rm.Object.ref(), agentenv.RecordAnnotation, agentenv.StatusAnnotation, verb)
 		}
 	}
 	for _, o := range c.Own {
-		fmt.Fprintf(w, "%s: deleted\n", o)
+		fmt.Fprintf(w, "%s: %s deleted\n", o, verb)
 	}
 	if len(c.Removals) == 0 && len(c.Own) == 0 {
 		fmt.Fprintln(w, "Nothing of leasetune's found (check --namespace).")

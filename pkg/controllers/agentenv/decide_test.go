@@ -194,4 +194,8 @@ func TestStrip(t *testing.T) {
 	if _, removed, err := Strip(mk("", user)); err != nil || removed {
 		t.Errorf("nothing owned: %v %v", removed, err)
 	}
+	// Only someone else's entry, nothing of ours: nothing to remove, no error.
+	if out, removed, err := Strip(mk("", user, e(P, "3s"))); err != nil || removed || len(out) != 2 {
+		t.Errorf("only a foreign entry: %v %v %v", out, removed, err)
+	}
 }

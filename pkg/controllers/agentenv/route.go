@@ -2,6 +2,7 @@ package agentenv
 
 import (
 	"fmt"
+	"strings"
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
@@ -129,7 +130,7 @@ func Strip(u *unstructured.Unstructured) ([]map[string]interface{}, bool, error)
 	}
 	rec := ownRecord(u)
 	var out []map[string]interface{}
-	removed := false
+	var foreign []string
 	for _, e := range env {
 		name, _ := e["name"].(string)
 		if !election.CattlePrefix.Owns(name) {
@@ -139,9 +140,13 @@ func Strip(u *unstructured.Unstructured) ([]map[string]interface{}, bool, error)
 		value, isString := e["value"].(string)
 		_, fromSource := e["valueFrom"]
 		if want, ok := rec[name]; !ok || !isString || fromSource || want != value {
-			return nil, false, fmt.Errorf("spec.agentEnvVars has %s=%q, which leasetune did not write: removing its own entries would leave a partial triple", name, value)
+			foreign = append(foreign, fmt.Sprintf("%s=%q", name, value))
+			out = append(out, e)
 		}
-		removed = true
+	}
+	removed := len(out) < len(env)
+	if removed && len(foreign) > 0 {
+		return nil, false, fmt.Errorf("spec.agentEnvVars has %s, which leasetune did not write: removing its own entries would leave a partial triple", strings.Join(foreign, ", "))
 	}
 	return out, removed, nil
 }
