@@ -117,15 +117,20 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c dynamic.Namespace
 		writeError(w, err)
 		return
 	}
+	respond(w, r, u, err)
+}
+
+// respond answers with the Setting u, or the error.
+func respond(w http.ResponseWriter, r *http.Request, u *unstructured.Unstructured, err error) {
+	var o v3.Setting
+	if err == nil {
+		o, err = fromUnstructured(u)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	o, err := fromUnstructured(u)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+	o.Customized = o.Value != "" && o.Value != o.Default // after a PUT the Provider writes it a moment later
 	writeJSON(w, http.StatusOK, toResource(r, o))
 }
 
@@ -174,18 +179,10 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, c dynamic.Namespace
 	}
 	patch, _ := json.Marshal(map[string]string{"value": value})
 	u, err := c.Patch(r.Context(), name, ktypes.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		writeError(w, err)
-		return
+	if err == nil {
+		s.Log.Info("setting changed through /v3", "setting", name, "value", value)
 	}
-	s.Log.Info("setting changed through /v3", "setting", name, "value", value)
-	o, err := fromUnstructured(u)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	o.Customized = o.Value != "" && o.Value != o.Default // the Provider writes it a moment later
-	writeJSON(w, http.StatusOK, toResource(r, o))
+	respond(w, r, u, err)
 }
 
 // decodeValue reads a PUT body: one JSON object whose "value" member (the

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -229,19 +228,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // events lists the messages of Events with reason on the object named name in ns.
 func events(t *testing.T, ns, name, reason string) []string {
 	t.Helper()
-	if ns == "" {
-		ns = "default"
-	}
-	l, err := cp.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
-		FieldSelector: fields.Set{"involvedObject.name": name, "reason": reason}.AsSelector().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range l.Items {
-		out = append(out, e.Message)
-	}
-	return out
+	return cp.Events(t, ns, name, reason)
 }
 
 func mustTimings(l, r, p string) election.Timings {

@@ -25,6 +25,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
@@ -192,6 +193,26 @@ func (c *ControlPlane) InstallFleet(t testing.TB, ns string, ds []*appsv1.Deploy
 			t.Fatalf("create %s: %v", d.Name, err)
 		}
 		out[got.Name] = got
+	}
+	return out
+}
+
+// Events returns the messages of the Events with reason about the object
+// called name in namespace ns ("" for a cluster-scoped object: its Events
+// go to "default").
+func (c *ControlPlane) Events(t testing.TB, ns, name, reason string) []string {
+	t.Helper()
+	if ns == "" {
+		ns = "default"
+	}
+	l, err := c.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.name": name, "reason": reason}.AsSelector().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range l.Items {
+		out = append(out, e.Message)
 	}
 	return out
 }

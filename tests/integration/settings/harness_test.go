@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -196,17 +195,7 @@ func (r *running) assertNotifiedValid(t *testing.T) {
 // events returns the messages of Events with reason on the Setting name.
 func events(t *testing.T, name, reason string) []string {
 	t.Helper()
-	l, err := cp.Client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
-		FieldSelector: fields.Set{"involvedObject.name": name, "reason": reason}.AsSelector().String(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range l.Items {
-		out = append(out, e.Message)
-	}
-	return out
+	return cp.Events(t, "", name, reason)
 }
 
 // waitEvent waits for an Event with reason on name whose message contains every part.
