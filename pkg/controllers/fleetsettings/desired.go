@@ -105,10 +105,11 @@ func present(env []corev1.EnvVar, p election.EnvPrefix) bool {
 // last one, so a duplicate left by the chart's extraEnv must not survive
 // with another value); an entry that took its value from a source loses
 // valueFrom; a missing name is appended after the existing entries. Nothing
-// else is touched, and positions stay. Each operation is preceded by a
-// test of the container's and the entry's name at that index, so a patch
-// computed from a stale cached copy fails instead of writing to the wrong
-// entry, and is retried from the fresh one.
+// else is touched, and positions stay. Each touched container's name and
+// whole env list are tested first against d, the cached copy the change was
+// computed from: if anyone changed that list since, the patch fails and is
+// computed again from the fresh copy, so it never combines with an entry
+// it has not seen.
 func PatchBody(d *appsv1.Deployment, changes []ContainerEnv) ([]byte, error) {
 	type op = map[string]interface{}
 	var ops []op
@@ -123,8 +124,14 @@ func PatchBody(d *appsv1.Deployment, changes []ContainerEnv) ([]byte, error) {
 			return nil, fmt.Errorf("deployment %s/%s has no container %q", d.Namespace, d.Name, ch.Container)
 		}
 		base := fmt.Sprintf("/spec/template/spec/containers/%d", ci)
-		ops = append(ops, op{"op": "test", "path": base + "/name", "value": ch.Container})
 		env := d.Spec.Template.Spec.Containers[ci].Env
+		var seen interface{} // null when the container has no env
+		if env != nil {
+			seen = env
+		}
+		ops = append(ops,
+			op{"op": "test", "path": base + "/name", "value": ch.Container},
+			op{"op": "test", "path": base + "/env", "value": seen})
 		if env == nil {
 			var entries []op
 			for _, e := range ch.Env {
@@ -141,7 +148,6 @@ func PatchBody(d *appsv1.Deployment, changes []ContainerEnv) ([]byte, error) {
 				}
 				found = true
 				at := fmt.Sprintf("%s/env/%d", base, i)
-				ops = append(ops, op{"op": "test", "path": at + "/name", "value": e.Name})
 				if cur.ValueFrom != nil {
 					ops = append(ops, op{"op": "remove", "path": at + "/valueFrom"})
 				}

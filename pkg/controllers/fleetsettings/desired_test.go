@@ -174,14 +174,28 @@ func TestPatchBody(t *testing.T) {
 		t.Errorf("not converged after the patch: %v", again)
 	}
 
-	// A patch computed from a stale copy fails rather than writing elsewhere.
+	// A patch computed from a stale copy fails rather than combine with
+	// entries it has not seen: an entry removed, a duplicate appended (the
+	// container would run 30s/20s/20s), a list where the copy had none.
 	body, _ := PatchBody(d, Desired(d, Inputs{Controller: five, ControllerOK: true}))
-	stale := d.DeepCopy()
-	stale.Spec.Template.Spec.Containers[1].Env = stale.Spec.Template.Spec.Containers[1].Env[1:] // someone removed NAMESPACE meanwhile
 	p, _ := jsonpatch.DecodePatch(body)
-	cur, _ := json.Marshal(stale)
-	if _, err := p.Apply(cur); err == nil {
-		t.Error("a patch from a stale copy applied")
+	for name, edit := range map[string]func(*appsv1.Deployment){
+		"entry removed": func(x *appsv1.Deployment) {
+			x.Spec.Template.Spec.Containers[1].Env = x.Spec.Template.Spec.Containers[1].Env[1:]
+		},
+		"duplicate appended": func(x *appsv1.Deployment) {
+			x.Spec.Template.Spec.Containers[1].Env = append(x.Spec.Template.Spec.Containers[1].Env, dup)
+		},
+		"list where none was": func(x *appsv1.Deployment) {
+			x.Spec.Template.Spec.Containers[2].Env = []corev1.EnvVar{{Name: "FOO", Value: "bar"}}
+		},
+	} {
+		live := d.DeepCopy()
+		edit(live)
+		cur, _ := json.Marshal(live)
+		if _, err := p.Apply(cur); err == nil {
+			t.Errorf("%s: a patch from a stale copy applied", name)
+		}
 	}
 }
 
@@ -232,7 +246,8 @@ agent:
 	for _, bad := range []string{"- a list", "leaderElection: 5", "{not yaml",
 		"leaderElection:\n  leaseDuration: &ld 45s\nother: *ld\n",
 		"leaderElection:\n  retryPeriod: *rp\nx: &rp 10s\n",
-		"a: 1\n---\nb: 2\n"} {
+		"a: 1\n---\nb: 2\n",
+		"leaderElection: &le {leaseDuration: 45s}\nother: {timings: *le}\n"} {
 		if _, _, err := MergeChartValues(bad, five, true, five, true); err == nil {
 			t.Errorf("MergeChartValues(%q) = nil error", bad)
 		}

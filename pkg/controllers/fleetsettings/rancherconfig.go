@@ -103,6 +103,9 @@ func child(m *yaml.Node, key string) (*yaml.Node, error) {
 			if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 				*v = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 			}
+			if v.Anchor != "" || v.Kind == yaml.AliasNode {
+				return nil, fmt.Errorf("%s: %s.%s is a YAML anchor or alias, shared with other keys: left alone", RancherConfigName, RancherConfigKey, key)
+			}
 			if v.Kind != yaml.MappingNode {
 				return nil, fmt.Errorf("%s: %s.%s is not a mapping", RancherConfigName, RancherConfigKey, key)
 			}

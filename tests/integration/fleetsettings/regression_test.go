@@ -8,7 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -81,5 +83,41 @@ func TestEnvStrippedByAnUpdateKeepsTheChannel(t *testing.T) {
 				t.Errorf("channel %s after the env was stripped, want %s", ch, wantChannel[v])
 			}
 		})
+	}
+}
+
+// TestStalePatchFailsOnTheRealAPIServer: a patch computed from a copy read
+// before someone changed a container's env fails on the kube-apiserver
+// instead of combining with what it has not seen (a review made gitjob run
+// 30s/20s/20s that way, and wiped a list added after a copy without env).
+func TestStalePatchFailsOnTheRealAPIServer(t *testing.T) {
+	e := newEnv(t)
+	ds := framework.FleetDeployments(t, "v0.9.9")
+	for _, d := range ds {
+		if d.Name == "fleet-controller" {
+			d.Spec.Template.Spec.Containers[0].Env = nil
+		}
+	}
+	cp.InstallFleet(t, e.fleetNS, ds)
+	ctx := context.Background()
+	deps := cp.Client.AppsV1().Deployments(e.fleetNS)
+	for name, edit := range map[string][]corev1.EnvVar{
+		"gitjob":           {{Name: "CATTLE_ELECTION_RETRY_PERIOD", Value: "20s"}}, // appended after the read
+		"fleet-controller": {{Name: "FOO", Value: "bar"}},                          // a list where the copy had none
+	} {
+		stale := get(t, e.fleetNS, name)
+		live := stale.DeepCopy()
+		live.Spec.Template.Spec.Containers[0].Env = append(live.Spec.Template.Spec.Containers[0].Env, edit...)
+		if _, err := deps.Update(ctx, live, metav1.UpdateOptions{FieldManager: "helm"}); err != nil {
+			t.Fatal(err)
+		}
+		changes := fleetsettings.Desired(stale, fleetsettings.Inputs{Controller: mustParse("30s", "20s", "5s"), ControllerOK: true})
+		body, err := fleetsettings.PatchBody(stale, changes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := deps.Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{}); err == nil {
+			t.Errorf("%s: a patch from a stale copy applied: %v", name, get(t, e.fleetNS, name).Spec.Template.Spec.Containers[0].Env)
+		}
 	}
 }
