@@ -92,24 +92,68 @@ func CheckChange(v View, name, value string) error {
 			newVals[i] = Resolve(od, Input{Object: &v3.Setting{Value: value}})
 		}
 	}
+	// The edited value must make sense on its own.
+	idx := 0
+	for i, od := range defs {
+		if od.Name == name {
+			idx = i
+		}
+	}
+	own, perr := election.ParseDuration(d.Field, newVals[idx].Value)
+	if perr != nil {
+		return &ChangeError{Setting: name, Value: value, Err: fmt.Errorf("setting %s: %w", name, perr)}
+	}
 	_, err := Evaluate(d.Component, newVals)
 	if err == nil {
 		return nil
 	}
 	ce := &ChangeError{Setting: name, Value: value, Err: err}
 	var newV *election.ValidationError
-	if !errors.As(err, &newV) {
-		return ce // does not parse
-	}
+	isV := errors.As(err, &newV)
 	cur, curErr := Evaluate(d.Component, curVals)
 	var curV *election.ValidationError
-	if errors.As(curErr, &curV) && subset(newV, curV) {
-		return nil // no worse than now: a step out of an invalid state
-	}
-	if curErr == nil {
-		ce.Hint = orderHint(v, byName, d, cur, newV.Timings.Get(d.Field))
+	switch {
+	case curErr == nil:
+		if isV {
+			ce.Hint = orderHint(v, byName, d, cur, own)
+		}
+	case errors.As(curErr, &curV):
+		if isV && subset(newV, curV) {
+			return nil // no worse than now: a step out of an invalid state
+		}
+	default:
+		// A current value does not even parse: the triple is unusable as
+		// it is, so any value that is acceptable on its own is a step out
+		// (the Provider validates the whole before anything takes effect).
+		bad := ownRules(d.Field, own)
+		if bad == nil {
+			return nil
+		}
+		ce.Err = bad
 	}
 	return ce
+}
+
+// ownRules says which of the rules a single value must meet whatever the
+// other two it breaks (nil: none): greater than 0, at most MaxDuration,
+// and for a lease whole seconds and at least 1s. The wording is
+// election.Timings.Validate's.
+func ownRules(f election.Field, d time.Duration) error {
+	fd := election.FormatDuration
+	var errs []error
+	if d <= 0 {
+		errs = append(errs, fmt.Errorf("%s %s must be greater than 0", f, fd(d)))
+	}
+	if d > election.MaxDuration {
+		errs = append(errs, fmt.Errorf("%s %s must be at most %s", f, fd(d), fd(election.MaxDuration)))
+	}
+	if f == election.LeaseDuration && d > 0 && d < time.Second {
+		errs = append(errs, fmt.Errorf("%s %s must be at least 1s", f, fd(d)))
+	}
+	if f == election.LeaseDuration && d%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("%s %s must be a whole number of seconds", f, fd(d)))
+	}
+	return errors.Join(errs...)
 }
 
 // subset reports whether every violation of a is also one of b (by rule and fields).
@@ -189,17 +233,26 @@ func fitAround(cur election.Timings, f election.Field, want time.Duration) elect
 			t.RetryPeriod = roundDown(time.Duration(float64(t.RenewDeadline) / election.JitterFactor * 0.9))
 		}
 		if t.LeaseDuration <= t.RenewDeadline {
-			t.LeaseDuration = ceilSeconds(t.RenewDeadline * 6 / 5)
+			t.LeaseDuration = leaseAbove(t.RenewDeadline)
 		}
 	case election.RetryPeriod:
 		if t.RenewDeadline <= jitter(t.RetryPeriod) {
 			t.RenewDeadline = ceilSeconds(jitter(t.RetryPeriod) + time.Second)
 		}
 		if t.LeaseDuration <= t.RenewDeadline {
-			t.LeaseDuration = ceilSeconds(t.RenewDeadline * 6 / 5)
+			t.LeaseDuration = leaseAbove(t.RenewDeadline)
 		}
 	}
 	return t
+}
+
+// leaseAbove is a lease 20% above renew, in whole seconds, capped at the
+// upper bound (which may leave no room: then no hint is given).
+func leaseAbove(renew time.Duration) time.Duration {
+	if l := ceilSeconds(renew * 6 / 5); l <= election.MaxDuration {
+		return l
+	}
+	return election.MaxDuration
 }
 
 // roundDown rounds to whole seconds from 2s up, else to milliseconds.

@@ -67,6 +67,13 @@ func TestCheckChange(t *testing.T) {
 		// a step that breaks nothing new is accepted, so there is a way out.
 		{"a way out of an invalid state", cL, "60s", envRetry30, nil, nil},
 		{"but no step that adds a broken rule", cL, "20s", envRetry30, []string{"leaseDuration 20s must exceed renewDeadline 25s"}, nil},
+		// A value that does not even parse (written before the webhook was
+		// installed) must not lock everyone out: any sensible value of any
+		// of the three is a step out.
+		{"out of an unparsable triple: fix it", cL, "30s", view("abc", "25s", "30s"), nil, nil},
+		{"out of an unparsable triple: another one", cD, "40s", view("abc", "25s", "30s"), nil, nil},
+		{"out of an unparsable triple: not with a bad value", cD, "0s", view("abc", "25s", "30s"), []string{"renewDeadline 0s must be greater than 0"}, nil},
+		{"near the bound a hint still exists", cD, "55m0s", View{}, []string{"set fleet-leader-election-lease-duration to 1h0m0s, then this value"}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
