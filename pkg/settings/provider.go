@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -425,31 +426,22 @@ func (p *Provider) event(name string, uid types.UID, eventType, reason, msg stri
 }
 
 // Set changes the value of the setting called name, as Rancher's settings
-// API does, after checking that the component's triple stays valid with
-// the other two current values. It writes only the object's value (a JSON
-// merge patch). Errors: an unknown name; a setting set from env (read-only);
-// a value that does not parse or makes the triple invalid.
+// API does, after CheckChange accepts it against the current values, the
+// remembered ones and the env. It writes only the object's value (a JSON
+// merge patch). Errors: those of CheckChange, or of the write.
 func (p *Provider) Set(ctx context.Context, name, value string) error {
-	d, ok := Lookup(name)
-	if !ok {
-		return fmt.Errorf("unknown setting %q", name)
+	objs, err := p.opts.Settings.Cache().List(labels.Everything())
+	if err != nil {
+		return err
 	}
-	if _, env := p.opts.LookupEnv(d.EnvVar()); env {
-		return fmt.Errorf("setting %s is set by the env var %s and is read-only", name, d.EnvVar())
+	v := View{EnvSet: func(d Definition) bool { _, ok := p.opts.LookupEnv(d.EnvVar()); return ok }}
+	for _, o := range objs {
+		v.Objects = append(v.Objects, *o)
 	}
-	var vals [3]Resolved
-	for i, od := range Of(d.Component) {
-		if od.Name == name {
-			vals[i] = Resolve(od, Input{Object: &v3.Setting{Value: value}})
-			continue
-		}
-		in, err := p.input(od)
-		if err != nil {
-			return err
-		}
-		vals[i] = Resolve(od, in)
-	}
-	if _, err := Evaluate(d.Component, vals); err != nil {
+	p.mu.RLock()
+	v.Remembered = p.state.clone().Values
+	p.mu.RUnlock()
+	if err := CheckChange(v, name, value); err != nil {
 		return err
 	}
 	return p.patch(name, map[string]interface{}{"value": value})
