@@ -7,10 +7,8 @@ package admission_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
-	"leasetune.io/leasetune/pkg/crds"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
@@ -25,12 +23,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fleetCRD, err := framework.SharedFixture("fleet/fleet-v0.14.10-clusters-crd.yaml")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(framework.Main(m, &cp, framework.Options{CRDDirectoryPaths: []string{
-		filepath.Join(root, crds.SettingPath), fleetCRD,
-	}}))
+	os.Exit(framework.Main(m, &cp, framework.Options{
+		RepoCRDs: []string{framework.SettingCRD}, SharedCRDs: []string{framework.FleetClusterCRD},
+	}))
 }

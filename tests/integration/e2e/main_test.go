@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"leasetune.io/leasetune/pkg/crds"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
@@ -45,18 +44,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build leasetune:", err)
 		return 1
 	}
-	fleetCRD, err1 := framework.SharedFixture("fleet/fleet-v0.14.10-clusters-crd.yaml")
-	provCRD, err2 := framework.SharedFixture("rancher/provisioning.cattle.io_clusters-crd.yaml")
-	for _, err := range []error{err1, err2} {
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
-	c, err := framework.Start(framework.Options{CRDDirectoryPaths: []string{
-		filepath.Join(root, crds.SettingPath), fleetCRD, provCRD,
-		filepath.Join(root, "hack/devenv/crds/clusters.management.cattle.io.yaml"),
-	}})
+	c, err := framework.Start(framework.Options{
+		RepoCRDs:   []string{framework.SettingCRD, framework.ManagementCRD},
+		SharedCRDs: []string{framework.FleetClusterCRD, framework.ProvisioningCRD},
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

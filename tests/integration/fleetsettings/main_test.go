@@ -4,24 +4,14 @@
 package fleetsettings_test
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
-	"leasetune.io/leasetune/pkg/crds"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 var cp *framework.ControlPlane
 
 func TestMain(m *testing.M) {
-	root, err := framework.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(framework.Main(m, &cp, framework.Options{
-		CRDDirectoryPaths: []string{filepath.Join(root, crds.SettingPath)},
-	}))
+	os.Exit(framework.Main(m, &cp, framework.Options{RepoCRDs: []string{framework.SettingCRD}}))
 }

@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"leasetune.io/leasetune/pkg/crds"
 )
 
 // DefaultStartTimeout is how long the control plane may take to start when
@@ -47,11 +49,20 @@ type ControlPlane struct {
 	Client kubernetes.Interface
 }
 
+// CRD files the test packages install: RepoCRDs paths are relative to the
+// repository, SharedCRDs to ../shared/fixtures.
+const (
+	SettingCRD      = crds.SettingPath
+	ManagementCRD   = "hack/devenv/crds/clusters.management.cattle.io.yaml"
+	FleetClusterCRD = "fleet/fleet-v0.14.10-clusters-crd.yaml"
+	ProvisioningCRD = "rancher/provisioning.cattle.io_clusters-crd.yaml"
+)
+
 // Options tunes Start.
 type Options struct {
-	// CRDDirectoryPaths are folders or files of CRDs to install before
-	// Start returns.
-	CRDDirectoryPaths []string
+	// RepoCRDs and SharedCRDs are CRD files to install before Start
+	// returns, relative to the repository and to ../shared/fixtures.
+	RepoCRDs, SharedCRDs []string
 }
 
 // Start builds (if needed) and starts a control plane. It returns an error
@@ -62,9 +73,26 @@ func Start(opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
+	var crdPaths []string
+	if len(opts.RepoCRDs) > 0 {
+		root, err := RepoRoot()
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range opts.RepoCRDs {
+			crdPaths = append(crdPaths, filepath.Join(root, p))
+		}
+	}
+	for _, p := range opts.SharedCRDs {
+		path, err := SharedFixture(p)
+		if err != nil {
+			return nil, err
+		}
+		crdPaths = append(crdPaths, path)
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        opts.CRDDirectoryPaths,
+		CRDDirectoryPaths:        crdPaths,
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: DefaultStartTimeout,
 		ControlPlaneStopTimeout:  time.Minute,

@@ -28,7 +28,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
-	"leasetune.io/leasetune/pkg/crds"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -45,18 +44,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fleetCRD, err1 := framework.SharedFixture("fleet/fleet-v0.14.10-clusters-crd.yaml")
-	provCRD, err2 := framework.SharedFixture("rancher/provisioning.cattle.io_clusters-crd.yaml")
-	for _, err := range []error{err1, err2} {
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}
-	os.Exit(framework.Main(m, &cp, framework.Options{CRDDirectoryPaths: []string{
-		filepath.Join(root, crds.SettingPath), fleetCRD, provCRD,
-		filepath.Join(root, "hack/devenv/crds/clusters.management.cattle.io.yaml"),
-	}}))
+	os.Exit(framework.Main(m, &cp, framework.Options{
+		RepoCRDs:   []string{framework.SettingCRD, framework.ManagementCRD},
+		SharedCRDs: []string{framework.FleetClusterCRD, framework.ProvisioningCRD},
+	}))
 }
 
 // render runs helm template on the chart and returns its documents.
