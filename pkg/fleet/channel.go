@@ -14,28 +14,42 @@ import (
 )
 
 // AgentChannel is the way downstream fleet-agents get their leader-election
-// timings, which depends on the Fleet version.
+// timings, which depends on the Fleet version. Which env names Fleet's agent
+// manifest renders itself, per version, is in agent.go.
 type AgentChannel string
 
 const (
 	// ChannelAgentManagement (Fleet v0.13+): fleet-agentmanagement reads
-	// FLEET_AGENT_ELECTION_* and renders every agent with those timings.
+	// FLEET_AGENT_ELECTION_* and renders every agent with those timings as
+	// CATTLE_ELECTION_*; an entry of those names in spec.agentEnvVars would
+	// be a duplicate.
 	ChannelAgentManagement AgentChannel = "agentmanagement"
-	// ChannelClusterEnvV012 (Fleet v0.12): agents get CATTLE_ELECTION_*
-	// hardcoded to 30s/25s/10s; a cluster's spec.agentEnvVars overrides it.
-	ChannelClusterEnvV012 AgentChannel = "cluster-env-v0.12"
-	// ChannelClusterEnvV09 (Fleet v0.9): agents get no env, so wrangler's
-	// 45s/30s/2s; a cluster's spec.agentEnvVars overrides it.
+	// ChannelFixedV012 (Fleet v0.12): the agent manifest renders
+	// CATTLE_ELECTION_* hardcoded to 30s/25s/10s; nothing can change them
+	// without a duplicate name.
+	ChannelFixedV012 AgentChannel = "fixed-v0.12"
+	// ChannelClusterEnvV09 (Fleet v0.9.1-v0.9.x): the manifest renders no
+	// election env and the agent (wrangler/v2) reads CATTLE_ELECTION_*, so
+	// wrangler's 45s/30s/2s unless a cluster's spec.agentEnvVars sets them.
 	ChannelClusterEnvV09 AgentChannel = "cluster-env-v0.9"
+	// ChannelFixedV090 (Fleet v0.9.0): the agent is built with wrangler
+	// v1.1.1, which hardcodes 45s/30s/2s and reads no env: writing env would
+	// only restart agents.
+	ChannelFixedV090 AgentChannel = "fixed-v0.9.0"
 	// ChannelNoElection (Fleet v0.10-v0.11): agents run no leader election.
 	ChannelNoElection AgentChannel = "none"
 )
 
 // Channels lists every channel.
-var Channels = []AgentChannel{ChannelAgentManagement, ChannelClusterEnvV012, ChannelClusterEnvV09, ChannelNoElection}
+var Channels = []AgentChannel{ChannelAgentManagement, ChannelFixedV012, ChannelClusterEnvV09, ChannelFixedV090, ChannelNoElection}
 
-// ParseChannel reads a channel name as given to the --fleet-agent-channel flag.
+// ParseChannel reads a channel name as given to the --fleet-agent-channel
+// flag or recorded in the channel ConfigMap. "cluster-env-v0.12", the name
+// earlier releases recorded for v0.12, reads as ChannelFixedV012.
 func ParseChannel(s string) (AgentChannel, error) {
+	if s == "cluster-env-v0.12" {
+		return ChannelFixedV012, nil
+	}
 	for _, c := range Channels {
 		if string(c) == s {
 			return c, nil
@@ -44,19 +58,43 @@ func ParseChannel(s string) (AgentChannel, error) {
 	return "", fmt.Errorf("unknown fleet agent channel %q: want one of %v", s, Channels)
 }
 
-// Baseline returns the triple an agent runs with when its cluster's
+// Baseline returns the triple a fleet-agent runs with when its cluster's
 // spec.agentEnvVars has no CATTLE_ELECTION_* entries, given the global agent
 // triple; false when agents run no leader election.
 func (c AgentChannel) Baseline(global election.Timings) (election.Timings, bool) {
 	switch c {
 	case ChannelAgentManagement:
 		return global, true
-	case ChannelClusterEnvV012:
+	case ChannelFixedV012:
 		return election.FleetDefaults, true
-	case ChannelClusterEnvV09:
+	case ChannelClusterEnvV09, ChannelFixedV090:
 		return election.WranglerDefaults, true
 	}
 	return election.Timings{}, false
+}
+
+// GlobalReachesAgents reports whether the global agent triple changes what
+// the agents run: only through FLEET_AGENT_ELECTION_* on v0.13+, and
+// through each cluster's spec.agentEnvVars on v0.9.1+.
+func (c AgentChannel) GlobalReachesAgents() bool {
+	return c == ChannelAgentManagement || c == ChannelClusterEnvV09
+}
+
+// Explain says, for an operator, what the channel lets leasetune set.
+func (c AgentChannel) Explain() string {
+	switch c {
+	case ChannelAgentManagement:
+		return "Fleet v0.13+ renders every agent's CATTLE_ELECTION_* from FLEET_AGENT_ELECTION_* on fleet-agentmanagement: the global agent triple is set there; per-cluster overrides cannot be applied (an entry in spec.agentEnvVars would duplicate a name Fleet renders)"
+	case ChannelFixedV012:
+		return "Fleet v0.12 renders every agent's CATTLE_ELECTION_* hardcoded to 30s/25s/10s: neither the global agent triple nor a per-cluster override can change it without a duplicate name; Fleet v0.13+ reads the global agent triple"
+	case ChannelClusterEnvV09:
+		return "Fleet v0.9.1+ renders no election env: the agent triple and per-cluster overrides are written to each cluster's spec.agentEnvVars"
+	case ChannelFixedV090:
+		return "Fleet v0.9.0 agents hardcode wrangler's 45s/30s/2s and read no env: nothing is written for them; Fleet v0.9.1+ reads CATTLE_ELECTION_*"
+	case ChannelNoElection:
+		return "Fleet v0.10-v0.11 agents run no leader election: the agent triple does not apply to them"
+	}
+	return "unknown channel"
 }
 
 // Detection is the result of DetectChannel.
@@ -101,8 +139,8 @@ func DetectChannel(d *appsv1.Deployment, ownManager string, recorded AgentChanne
 		}
 	}
 	if ctrl != nil {
-		if major, minor, ok := releaseVersion(ctrl.Image); ok {
-			return Detection{Channel: channelOfVersion(major, minor), Evidence: "image " + ctrl.Image, Certain: true}
+		if v, ok := releaseVersion(ctrl.Image); ok {
+			return Detection{Channel: channelOfVersion(v), Evidence: "image " + ctrl.Image, Certain: true}
 		}
 	}
 	if am != nil && hasAny(am.Env, election.FleetAgentPrefix) && managedByOther(d, am.Name, election.FleetAgentPrefix, ownManager) {
@@ -118,50 +156,56 @@ func DetectChannel(d *appsv1.Deployment, ownManager string, recorded AgentChanne
 		return Detection{Channel: ChannelAgentManagement, Evidence: "FLEET_AGENT_ELECTION_* present", Certain: true}
 	}
 	if ctrl != nil && hasAny(ctrl.Env, election.CattlePrefix) && managedByOther(d, ctrl.Name, election.CattlePrefix, ownManager) {
-		return Detection{Channel: ChannelClusterEnvV012, Evidence: "CATTLE_ELECTION_* set by the Fleet chart without FLEET_AGENT_ELECTION_*: Fleet v0.10-v0.12, taken as v0.12", Certain: false}
+		return Detection{Channel: ChannelFixedV012, Evidence: "CATTLE_ELECTION_* set by the Fleet chart without FLEET_AGENT_ELECTION_*: Fleet v0.10-v0.12, taken as v0.12", Certain: false}
 	}
-	return Detection{Channel: ChannelClusterEnvV09, Evidence: "no election env set by the Fleet chart: Fleet v0.9", Certain: true}
+	return Detection{Channel: ChannelClusterEnvV09, Evidence: "no election env set by the Fleet chart: Fleet v0.9 (v0.9.0 reads no env: give its image a release tag, or set the channel)", Certain: true}
 }
 
-func channelOfVersion(major, minor int) AgentChannel {
+func channelOfVersion(v version) AgentChannel {
 	switch {
-	case major > 0 || minor >= 13:
+	case v.major > 0 || v.minor >= 13:
 		return ChannelAgentManagement
-	case minor == 12:
-		return ChannelClusterEnvV012
-	case minor >= 10:
+	case v.minor == 12:
+		return ChannelFixedV012
+	case v.minor >= 10:
 		return ChannelNoElection
+	case v.minor == 9 && v.patch == 0:
+		return ChannelFixedV090
 	}
 	return ChannelClusterEnvV09
 }
 
+// version is a release version vMAJOR.MINOR.PATCH.
+type version struct{ major, minor, patch int }
+
 // releaseVersion reads vMAJOR.MINOR.PATCH (with an optional suffix such as
 // -rc.1) from an image reference's tag.
-func releaseVersion(image string) (major, minor int, ok bool) {
+func releaseVersion(image string) (version, bool) {
 	if at := strings.Index(image, "@"); at >= 0 {
 		image = image[:at] // repo:tag@sha256:digest
 	}
 	i := strings.LastIndex(image, ":")
 	if i < 0 || strings.Contains(image[i:], "/") {
-		return 0, 0, false
+		return version{}, false
 	}
 	tag := strings.TrimPrefix(image[i+1:], "v")
 	if tag == image[i+1:] {
-		return 0, 0, false
+		return version{}, false
 	}
 	parts := strings.SplitN(tag, ".", 3)
 	if len(parts) != 3 {
-		return 0, 0, false
+		return version{}, false
 	}
-	var err1, err2 error
-	major, err1 = strconv.Atoi(parts[0])
-	minor, err2 = strconv.Atoi(parts[1])
 	patch := parts[2]
 	if j := strings.IndexAny(patch, "-+"); j >= 0 {
 		patch = patch[:j]
 	}
-	_, err3 := strconv.Atoi(patch)
-	return major, minor, err1 == nil && err2 == nil && err3 == nil
+	var v version
+	var err1, err2, err3 error
+	v.major, err1 = strconv.Atoi(parts[0])
+	v.minor, err2 = strconv.Atoi(parts[1])
+	v.patch, err3 = strconv.Atoi(patch)
+	return v, err1 == nil && err2 == nil && err3 == nil
 }
 
 func hasAny(env []corev1.EnvVar, p election.EnvPrefix) bool {

@@ -11,30 +11,33 @@ import (
 )
 
 func TestReleaseVersion(t *testing.T) {
-	cases := map[string][3]int{ // major, minor, ok(1/0)
-		"rancher/fleet:v0.12.4":                                {0, 12, 1},
-		"registry.example.com:5000/rancher/fleet:v0.13.0-rc.2": {0, 13, 1},
-		"rancher/fleet:v1.0.0":                                 {1, 0, 1},
-		"rancher/fleet:dev":                                    {0, 0, 0},
-		"rancher/fleet:0.12.4":                                 {0, 0, 0},
-		"registry.example.com:5000/rancher/fleet":              {0, 0, 0},
-		"rancher/fleet@sha256:abc":                             {0, 0, 0},
-		"rancher/fleet:v0.12":                                  {0, 0, 0},
+	cases := map[string][4]int{ // major, minor, patch, ok(1/0)
+		"rancher/fleet:v0.12.4":                                {0, 12, 4, 1},
+		"registry.example.com:5000/rancher/fleet:v0.13.0-rc.2": {0, 13, 0, 1},
+		"rancher/fleet:v1.0.0":                                 {1, 0, 0, 1},
+		"rancher/fleet:v0.9.0@sha256:abc":                      {0, 9, 0, 1},
+		"rancher/fleet:dev":                                    {0, 0, 0, 0},
+		"rancher/fleet:0.12.4":                                 {0, 0, 0, 0},
+		"registry.example.com:5000/rancher/fleet":              {0, 0, 0, 0},
+		"rancher/fleet@sha256:abc":                             {0, 0, 0, 0},
+		"rancher/fleet:v0.12":                                  {0, 0, 0, 0},
 	}
 	for image, want := range cases {
-		major, minor, ok := releaseVersion(image)
-		if ok != (want[2] == 1) || (ok && (major != want[0] || minor != want[1])) {
-			t.Errorf("releaseVersion(%q) = %d, %d, %v; want %v", image, major, minor, ok, want)
+		v, ok := releaseVersion(image)
+		if ok != (want[3] == 1) || (ok && (v != version{want[0], want[1], want[2]})) {
+			t.Errorf("releaseVersion(%q) = %+v, %v; want %v", image, v, ok, want)
 		}
 	}
 }
 
 func TestDetectChannelByImage(t *testing.T) {
 	for image, want := range map[string]AgentChannel{
+		"rancher/fleet:v0.9.0":   ChannelFixedV090,
+		"rancher/fleet:v0.9.1":   ChannelClusterEnvV09,
 		"rancher/fleet:v0.9.9":   ChannelClusterEnvV09,
 		"rancher/fleet:v0.10.4":  ChannelNoElection,
 		"rancher/fleet:v0.11.9":  ChannelNoElection,
-		"rancher/fleet:v0.12.13": ChannelClusterEnvV012,
+		"rancher/fleet:v0.12.13": ChannelFixedV012,
 		"rancher/fleet:v0.13.1":  ChannelAgentManagement,
 		"rancher/fleet:v0.14.10": ChannelAgentManagement,
 	} {
@@ -69,18 +72,18 @@ func TestDetectChannelByStructure(t *testing.T) {
 	}{
 		{"chart set FLEET_AGENT_ELECTION_*", dep([]metav1.ManagedFieldsEntry{helmOwns(AgentManagementContainer, election.FleetAgentPrefix)}, ctrl, am),
 			"", ChannelAgentManagement},
-		{"only we set FLEET_AGENT_ELECTION_*: the record decides", dep(nil, ctrl, am), ChannelClusterEnvV012, ChannelClusterEnvV012},
+		{"only we set FLEET_AGENT_ELECTION_*: the record decides", dep(nil, ctrl, am), ChannelFixedV012, ChannelFixedV012},
 		{"chart set CATTLE_ELECTION_* only", dep([]metav1.ManagedFieldsEntry{helmOwns(ControllerContainer, election.CattlePrefix)}, ctrl),
-			"", ChannelClusterEnvV012},
+			"", ChannelFixedV012},
 		{"only we set CATTLE_ELECTION_*: the record decides", dep(nil, ctrl), ChannelClusterEnvV09, ChannelClusterEnvV09},
 		{"only we set CATTLE_ELECTION_*, nothing recorded", dep(nil, ctrl), "", ChannelClusterEnvV09},
 		{"no election env", dep(nil, corev1.Container{Name: ControllerContainer}), "", ChannelClusterEnvV09},
 		// An Update that dropped the env does not turn a recorded v0.13+ into v0.9.
 		{"env stripped after detection", dep(nil, corev1.Container{Name: ControllerContainer}), ChannelAgentManagement, ChannelAgentManagement},
-		{"env stripped after detection (v0.12)", dep(nil, corev1.Container{Name: ControllerContainer}), ChannelClusterEnvV012, ChannelClusterEnvV012},
+		{"env stripped after detection (v0.12)", dep(nil, corev1.Container{Name: ControllerContainer}), ChannelFixedV012, ChannelFixedV012},
 		// An upgrade to v0.13+ is seen although something else was recorded.
 		{"upgraded to v0.13+", dep([]metav1.ManagedFieldsEntry{helmOwns(AgentManagementContainer, election.FleetAgentPrefix)}, ctrl, am),
-			ChannelClusterEnvV012, ChannelAgentManagement},
+			ChannelFixedV012, ChannelAgentManagement},
 	}
 	for _, c := range cases {
 		if got := DetectChannel(c.d, "leasetune", c.recorded); got.Channel != c.want {
@@ -92,7 +95,8 @@ func TestDetectChannelByStructure(t *testing.T) {
 func TestBaseline(t *testing.T) {
 	global := election.Timings{LeaseDuration: 60e9, RenewDeadline: 50e9, RetryPeriod: 20e9}
 	for ch, want := range map[AgentChannel]election.Timings{
-		ChannelAgentManagement: global, ChannelClusterEnvV012: election.FleetDefaults, ChannelClusterEnvV09: election.WranglerDefaults,
+		ChannelAgentManagement: global, ChannelFixedV012: election.FleetDefaults, ChannelClusterEnvV09: election.WranglerDefaults,
+		ChannelFixedV090: election.WranglerDefaults,
 	} {
 		if got, ok := ch.Baseline(global); !ok || got != want {
 			t.Errorf("%s: %s %v", ch, got, ok)
@@ -103,5 +107,13 @@ func TestBaseline(t *testing.T) {
 	}
 	if _, err := ParseChannel("v0.13"); err == nil {
 		t.Error("ParseChannel accepted an unknown channel")
+	}
+	if c, err := ParseChannel("cluster-env-v0.12"); err != nil || c != ChannelFixedV012 {
+		t.Errorf("the name earlier releases recorded for v0.12 reads as %q, %v", c, err)
+	}
+	for _, c := range Channels {
+		if got, err := ParseChannel(string(c)); err != nil || got != c {
+			t.Errorf("ParseChannel(%q) = %q, %v", c, got, err)
+		}
 	}
 }

@@ -34,9 +34,12 @@ func (o clusterObject) ref() agentenv.Ref {
 func (o clusterObject) restarts() string {
 	switch o.gvr {
 	case agentenv.ProvisioningClusterGVR:
-		return "fleet-agent, cattle-cluster-agent, the system agent on every node"
+		if v, found, _ := unstructured.NestedFieldNoCopy(o.obj.Object, "spec", "rkeConfig"); found && v != nil {
+			return "fleet-agent, cattle-cluster-agent and the system agent on every node"
+		}
+		return "fleet-agent and cattle-cluster-agent"
 	case agentenv.ManagementClusterGVR:
-		return "fleet-agent, cattle-cluster-agent"
+		return "fleet-agent and cattle-cluster-agent"
 	}
 	return "fleet-agent"
 }
@@ -68,18 +71,28 @@ var ownObjects = []struct{ kind, name string }{
 	{"Lease", "leasetune"},
 }
 
-// Cleanup lists what cleanup would remove: from every cluster object that
-// carries the project's record or status annotation, wherever the
-// controller routes today (a cluster may have moved, or its fleet Cluster
-// be gone), and the project's own objects that exist. An object where
-// removing the project's entries would leave a partial triple is left alone.
+// Cleanup lists what cleanup would remove: from every object that is the
+// source of a cluster's agent env (Route) and carries the project's record
+// or status annotation, and the project's own objects that exist. Objects
+// Rancher generates are never written (Rancher would put them back, and
+// the copies of the project's annotations there are Rancher's): they lose
+// the entries when their source does. An object where removing the
+// project's entries would leave a partial triple is left alone.
 func (r *Report) Cleanup(ctx context.Context, cs kubernetes.Interface, opts Options) (*Cleanup, error) {
 	c := &Cleanup{}
+	isTarget := map[agentenv.Ref]bool{}
+	for _, o := range r.targets {
+		isTarget[o.ref()] = true
+	}
 	for _, o := range r.objects {
 		ann := o.obj.GetAnnotations()
 		_, rec := ann[agentenv.RecordAnnotation]
 		_, status := ann[agentenv.StatusAnnotation]
 		if !rec && !status {
+			continue
+		}
+		if !isTarget[o.ref()] {
+			c.LeftAlone = append(c.LeftAlone, fmt.Sprintf("%s: leasetune's annotations there are Rancher's copies (Rancher generates this object): not written", o.ref()))
 			continue
 		}
 		env, removed, err := agentenv.Strip(o.obj)
@@ -145,21 +158,21 @@ chart's values), the Setting objects (your values) and the Setting CRD.
 func (c *Cleanup) Apply(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, opts Options) error {
 	for _, rm := range c.Removals {
 		ref, obj := rm.Object.ref(), rm.Object.obj
-		if _, rec := obj.GetAnnotations()[agentenv.RecordAnnotation]; rec {
-			if err := agentenv.Write(ctx, dyn, ref, obj.GetResourceVersion(), rm.Env, nil); err != nil {
+		if rm.Entries {
+			if err := agentenv.Write(ctx, dyn, ref, obj.GetResourceVersion(), rm.Env, nil, nil); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("%s: %w (run cleanup again)", ref, err)
 			}
+			continue
 		}
-		if _, ok := obj.GetAnnotations()[agentenv.StatusAnnotation]; ok {
-			body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{
-				"annotations": map[string]interface{}{agentenv.StatusAnnotation: nil}}})
-			var res dynamic.ResourceInterface = dyn.Resource(ref.GVR)
-			if ref.Namespace != "" {
-				res = dyn.Resource(ref.GVR).Namespace(ref.Namespace)
-			}
-			if _, err := res.Patch(ctx, ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: agentenv.FieldManager}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("%s: %w", ref, err)
-			}
+		// Only annotations go: the env list is not written at all.
+		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{
+			agentenv.RecordAnnotation: nil, agentenv.StatusAnnotation: nil}}})
+		var res dynamic.ResourceInterface = dyn.Resource(ref.GVR)
+		if ref.Namespace != "" {
+			res = dyn.Resource(ref.GVR).Namespace(ref.Namespace)
+		}
+		if _, err := res.Patch(ctx, ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: agentenv.FieldManager}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s: %w", ref, err)
 		}
 	}
 	for _, oo := range ownObjects {

@@ -53,8 +53,10 @@ type Report struct {
 	Evidence  string
 	Changes   []Change
 	LeftAlone []string
-	// objects are every cluster object of the three kinds, for Removals.
-	objects []clusterObject
+	// objects are every cluster object of the three kinds; targets the
+	// ones that are the source of a cluster's agent env (Route), the only
+	// ones cleanup writes.
+	objects, targets []clusterObject
 }
 
 var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
@@ -188,35 +190,24 @@ func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent 
 			r.LeftAlone = append(r.LeftAlone, err.Error())
 			continue
 		}
+		r.targets = append(r.targets, clusterObject{gvr: rt.TargetRef.GVR, obj: rt.Target})
 		for _, o := range rt.Ignored {
 			r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("the override annotations on %s %s/%s do not apply: they are read from %s",
-				o.GetKind(), o.GetNamespace(), o.GetName(), rt.SourceRef))
+				o.GetKind(), o.GetNamespace(), o.GetName(), rt.TargetRef))
 		}
 		if !agent.HasEffective {
 			continue
 		}
 		d := rt.Decide(agent.Effective, r.Channel)
 		if d.Problem != "" {
-			r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("%s: %s: %v", rt.SourceRef, d.Problem, d.Err))
-			continue
+			r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("%s: %s: %v", rt.TargetRef, d.Problem, d.Err))
 		}
 		if d.Change {
 			r.Changes = append(r.Changes, Change{Object: rt.TargetRef.String(), Field: "spec.agentEnvVars",
-				Old: envString(rt.Target), New: envItems(d.Env), Restarts: restarts(rt)})
+				Old: envString(rt.Target), New: envItems(d.Env), Restarts: agentenv.Restarts(rt)})
 		}
 	}
 	return nil
-}
-
-func restarts(rt agentenv.Routing) string {
-	s := "fleet-agent"
-	if rt.RancherManaged {
-		s += ", cattle-cluster-agent"
-	}
-	if rt.Provisioned {
-		s += ", the system agent on every node"
-	}
-	return s
 }
 
 // envValue returns the value of env name in a container of d ("" when
@@ -280,7 +271,7 @@ func (r *Report) Print(w io.Writer) {
 		}
 	}
 	if r.Channel != "" {
-		fmt.Fprintf(w, "fleet agent channel: %s (%s)\n", r.Channel, r.Evidence)
+		fmt.Fprintf(w, "fleet agent channel: %s (%s)\n  %s\n", r.Channel, r.Evidence, r.Channel.Explain())
 	} else {
 		fmt.Fprintln(w, "fleet agent channel: unknown (no fleet-controller Deployment): nothing is written to clusters")
 	}

@@ -265,28 +265,24 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	for attempt := 0; ; attempt++ {
 		d := rt.Decide(global, channel)
-		if d.Problem != "" {
+		if d.Problem == ProblemInvalid || d.Problem == ProblemForeign {
 			return c.leaveAlone(ctx, key, rt, d.Problem, d.Err)
 		}
-		cleared, err := c.clearStatus(ctx, key, rt)
-		if err != nil {
-			return err
-		}
-		if cleared && rt.SourceRef == rt.TargetRef {
-			// The object changed under the cached copy: the watch event of
-			// this write brings the cluster back with a fresh copy, and the
-			// env write is decided from that (never from a stale list).
+		status := c.report(key, rt, d.Problem, d.Err)
+		_, hasStatus := rt.Target.GetAnnotations()[StatusAnnotation]
+		statusChange := (status == "" && hasStatus) || (status != "" && rt.Target.GetAnnotations()[StatusAnnotation] != status)
+		if !d.Change && !statusChange {
 			return nil
 		}
 		if !d.Change {
-			return nil
+			return c.patchStatus(ctx, rt, statusValue(status))
 		}
 		if c.pace != nil {
 			if err := c.pace.Wait(ctx); err != nil {
 				return err
 			}
 		}
-		err = c.write(ctx, rt, d)
+		err = Write(ctx, c.opts.Client, rt.TargetRef, rt.Target.GetResourceVersion(), d.Env, d.Record, statusValue(status))
 		if err == nil {
 			c.wrote(rt, d)
 			return nil
@@ -300,11 +296,17 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if gerr != nil {
 			return gerr
 		}
-		if rt.SourceRef == rt.TargetRef {
-			rt.Source = fresh
-		}
 		rt.Target = fresh
 	}
+}
+
+// statusValue is the merge-patch value of the StatusAnnotation: the
+// message, or nil to remove it.
+func statusValue(status string) interface{} {
+	if status == "" {
+		return nil
+	}
+	return status
 }
 
 // route finds the objects of a fleet Cluster in the caches.
@@ -328,18 +330,15 @@ func (c *Controller) resource(r Ref) dynamic.ResourceInterface {
 	return c.opts.Client.Resource(r.GVR).Namespace(r.Namespace)
 }
 
-// write patches the target with the decision.
-func (c *Controller) write(ctx context.Context, rt Routing, d Decision) error {
-	return Write(ctx, c.opts.Client, rt.TargetRef, rt.Target.GetResourceVersion(), d.Env, d.Record)
-}
-
 // Write patches spec.agentEnvVars and the ownership record of the object
 // ref, with the resourceVersion read: a JSON merge patch replaces the list
 // whole, so the precondition is what keeps a concurrent edit from being
 // lost (the API server answers a conflict). An empty env removes the
-// field; a nil record removes the annotation.
+// field; a nil record removes the annotation; status is the value of the
+// StatusAnnotation in the same patch (nil removes it), so that a change and
+// its report are one write.
 func Write(ctx context.Context, client dynamic.Interface, ref Ref, resourceVersion string,
-	env []map[string]interface{}, rec map[string]string) error {
+	env []map[string]interface{}, rec map[string]string, status interface{}) error {
 	var recValue interface{}
 	if rec != nil {
 		b, err := json.Marshal(rec)
@@ -355,7 +354,7 @@ func Write(ctx context.Context, client dynamic.Interface, ref Ref, resourceVersi
 	body, err := json.Marshal(map[string]interface{}{
 		"metadata": map[string]interface{}{
 			"resourceVersion": resourceVersion,
-			"annotations":     map[string]interface{}{RecordAnnotation: recValue},
+			"annotations":     map[string]interface{}{RecordAnnotation: recValue, StatusAnnotation: status},
 		},
 		"spec": map[string]interface{}{"agentEnvVars": envValue},
 	})
@@ -370,6 +369,17 @@ func Write(ctx context.Context, client dynamic.Interface, ref Ref, resourceVersi
 	return err
 }
 
+// Restarts says what a change of a routed object's agent env redeploys.
+func Restarts(rt Routing) string {
+	switch {
+	case rt.Provisioned:
+		return "fleet-agent, cattle-cluster-agent and the system agent on every node"
+	case rt.RancherManaged:
+		return "fleet-agent and cattle-cluster-agent"
+	}
+	return "fleet-agent"
+}
+
 // wrote counts, logs and records a write.
 func (c *Controller) wrote(rt Routing, d Decision) {
 	metrics.Writes.WithLabelValues("cluster").Inc()
@@ -379,57 +389,52 @@ func (c *Controller) wrote(rt Routing, d Decision) {
 	if !at.IsZero() {
 		metrics.PropagationSeconds.WithLabelValues("agentenv").Set(time.Since(at).Seconds())
 	}
-	restarts := "fleet-agent"
-	if rt.RancherManaged {
-		restarts += " and cattle-cluster-agent"
-	}
-	if rt.Provisioned {
-		restarts += ", and the system agent on every node"
-	}
-	msg := fmt.Sprintf("spec.agentEnvVars now runs the agent with %s; this redeploys %s", d.Effective, restarts)
+	restarts := Restarts(rt)
+	msg := fmt.Sprintf("spec.agentEnvVars now holds CATTLE_ELECTION_* for %s; this redeploys %s", d.Effective, restarts)
 	if d.Record == nil {
-		msg = fmt.Sprintf("removed the CATTLE_ELECTION_* entries leasetune had added: the agent gets %s without them; this redeploys %s", d.Effective, restarts)
+		msg = fmt.Sprintf("removed the CATTLE_ELECTION_* entries leasetune had added; this redeploys %s", restarts)
+	}
+	if d.Elects {
+		msg += fmt.Sprintf("; fleet-agent runs %s", d.Runs)
 	}
 	c.log.Info("agent env updated", "object", rt.TargetRef.String(), "timings", d.Effective.String(), "redeploys", restarts)
 	c.event(rt.Target, corev1.EventTypeNormal, "AgentEnvUpdated", msg)
 }
 
-// leaveAlone reports a cluster that is left as it is: once per distinct
-// problem, as an Event and a log line, the StatusAnnotation on the object
-// holding the overrides, and the metric. It is not retried: a change of the
-// objects re-enqueues it.
+// leaveAlone reports a cluster that is left as it is (report) and sets the
+// StatusAnnotation on its source object. It is not retried: a change of
+// the objects re-enqueues it.
 func (c *Controller) leaveAlone(ctx context.Context, key string, rt Routing, p Problem, err error) error {
-	msg := fmt.Sprintf("%s: %v", p, err)
-	c.setProblem(key, p)
-	c.mu.Lock()
-	seen := c.reported[key] == msg
-	c.reported[key] = msg
-	c.mu.Unlock()
-	if !seen {
-		c.log.Warn("cluster left as it is", "cluster", key, "object", rt.TargetRef.String(), "problem", p, "error", err.Error())
-		reason := "InvalidElectionOverride"
-		if p == ProblemForeign {
-			reason = "ForeignElectionEnv"
-		}
-		c.event(rt.Source, corev1.EventTypeWarning, reason, msg+"; the cluster's agent env is left as it was")
-	}
-	if rt.Source.GetAnnotations()[StatusAnnotation] == msg {
+	msg := c.report(key, rt, p, err)
+	if rt.Target.GetAnnotations()[StatusAnnotation] == msg {
 		return nil
 	}
 	return c.patchStatus(ctx, rt, msg)
 }
 
-// clearStatus removes a StatusAnnotation left by an earlier problem and
-// reports whether it wrote.
-func (c *Controller) clearStatus(ctx context.Context, key string, rt Routing) (bool, error) {
-	c.setProblem(key, "")
-	c.mu.Lock()
-	delete(c.reported, key)
-	c.mu.Unlock()
-	if _, ok := rt.Source.GetAnnotations()[StatusAnnotation]; !ok {
-		return false, nil
+// report records a cluster's problem (p == "": none) for the metric and,
+// once per distinct problem, logs it and records a Warning Event on the
+// source object. It returns the StatusAnnotation value ("" for none).
+func (c *Controller) report(key string, rt Routing, p Problem, err error) string {
+	c.setProblem(key, p)
+	if p == "" {
+		c.mu.Lock()
+		delete(c.reported, key)
+		c.mu.Unlock()
+		return ""
 	}
-	return true, c.patchStatus(ctx, rt, nil)
+	msg := err.Error()
+	c.mu.Lock()
+	seen := c.reported[key] == msg
+	c.reported[key] = msg
+	c.mu.Unlock()
+	if !seen {
+		reason := map[Problem]string{ProblemInvalid: "InvalidElectionOverride", ProblemForeign: "ForeignElectionEnv",
+			ProblemUnsupported: "ElectionOverrideUnsupported"}[p]
+		c.log.Warn("cluster's agent env left as it is", "cluster", key, "object", rt.TargetRef.String(), "problem", p, "error", msg)
+		c.event(rt.Target, corev1.EventTypeWarning, reason, msg)
+	}
+	return msg
 }
 
 // patchStatus sets (a string) or removes (nil) the StatusAnnotation. It
@@ -440,7 +445,7 @@ func (c *Controller) patchStatus(ctx context.Context, rt Routing, value interfac
 	if err != nil {
 		return err
 	}
-	_, err = c.resource(rt.SourceRef).Patch(ctx, rt.SourceRef.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = c.resource(rt.TargetRef).Patch(ctx, rt.TargetRef.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -459,8 +464,8 @@ func (c *Controller) reportIgnored(key string, o *unstructured.Unstructured, rt 
 	if seen {
 		return
 	}
-	msg := fmt.Sprintf("the election.cattle.io/* override annotations on this object do not apply: for this cluster leasetune reads them from %s", rt.SourceRef)
-	c.log.Warn("override annotations ignored", "cluster", key, "object", o.GetName(), "readFrom", rt.SourceRef.String())
+	msg := fmt.Sprintf("the election.cattle.io/* override annotations on this object do not apply: for this cluster leasetune reads them from %s", rt.TargetRef)
+	c.log.Warn("override annotations ignored", "cluster", key, "object", o.GetName(), "readFrom", rt.TargetRef.String())
 	c.event(o, corev1.EventTypeWarning, "ElectionOverrideIgnored", msg)
 }
 
@@ -474,7 +479,7 @@ func (c *Controller) setProblem(key string, p Problem) {
 	} else {
 		c.problems[key] = p
 	}
-	counts := map[Problem]int{ProblemInvalid: 0, ProblemForeign: 0}
+	counts := map[Problem]int{ProblemInvalid: 0, ProblemForeign: 0, ProblemUnsupported: 0}
 	for _, v := range c.problems {
 		counts[v]++
 	}

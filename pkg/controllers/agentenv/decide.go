@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 )
@@ -35,7 +37,8 @@ func Effective(global election.Timings, vals [3]string, set [3]bool) (election.T
 	return t, nil
 }
 
-// Problem says why a cluster is left alone.
+// Problem says why a cluster is left alone, or why its overrides do not
+// take effect.
 type Problem string
 
 const (
@@ -44,7 +47,33 @@ const (
 	// ProblemForeign: an entry with one of the three names was not
 	// written by the project.
 	ProblemForeign Problem = "foreign"
+	// ProblemUnsupported: override annotations are set where no agent can
+	// read them without a duplicate env name (Fleet v0.12 and v0.13+
+	// render the names themselves) or where no agent reads them at all
+	// (Fleet v0.9.0; v0.10-v0.11 agents run no election). Unlike the other
+	// two, the cluster is still converged (entries the project wrote
+	// earlier are removed); only the overrides are not applied.
+	ProblemUnsupported Problem = "unsupported"
 )
+
+// Input is what Decide reads for one cluster.
+type Input struct {
+	// Env is the written object's spec.agentEnvVars, as raw items.
+	Env []map[string]interface{}
+	// Record is the project's record of what it wrote there (nil: none).
+	Record map[string]string
+	// Overrides and Set are the override annotations of the source object,
+	// in the fixed field order.
+	Overrides [3]string
+	Set       [3]bool
+	// Global is the global agent triple; Channel the Fleet agent channel.
+	Global  election.Timings
+	Channel fleet.AgentChannel
+	// RancherManaged is true when Rancher also deploys this list to the
+	// cluster's cattle-cluster-agent, which renders no CATTLE_ELECTION_*
+	// and reads them (Rancher 2.8.3+, wrangler/v2 and later).
+	RancherManaged bool
+}
 
 // Decision is the outcome of Decide.
 type Decision struct {
@@ -54,39 +83,55 @@ type Decision struct {
 	Env []map[string]interface{}
 	// Record is the new ownership record (nil: none).
 	Record map[string]string
-	// Effective is the cluster's triple (valid unless Problem is ProblemInvalid).
+	// Effective is the cluster's triple: the global agent triple with the
+	// overrides on top (valid unless Problem is ProblemInvalid).
 	Effective election.Timings
-	// Problem and Err say why the cluster is left as it is; Change is
-	// then false.
+	// Runs is what the cluster's fleet-agent runs once Env is in place
+	// (fleet.AgentChannel.AgentRuns); Elects is false where it runs no
+	// leader election.
+	Runs   election.Timings
+	Elects bool
+	// Problem and Err say why the cluster is left as it is (Change is then
+	// false) or, for ProblemUnsupported, why its overrides do not apply.
 	Problem Problem
 	Err     error
 }
 
-// Decide computes a cluster's spec.agentEnvVars from its current list env,
-// the project's record of what it wrote, the override annotations, the
-// global agent triple and the Fleet agent channel.
+// Decide computes a cluster's spec.agentEnvVars. The rule (README, "What
+// reaches each downstream cluster") is that a write happens only when the
+// env a process reads changes, and no write ever gives an agent Deployment
+// a second entry of an env name:
 //
-//   - The effective triple must validate, or the cluster is left alone
-//     (ProblemInvalid).
 //   - An entry named CATTLE_ELECTION_* that the record does not show with
 //     that value (or that takes its value from a source, or appears twice)
 //     is someone else's: the cluster is left alone (ProblemForeign).
-//   - Agents that run no election (fleet.ChannelNoElection): nothing is
-//     written.
-//   - Where the effective triple differs from the channel's baseline, the
-//     three entries hold it: owned entries keep their position, missing
-//     ones are appended in the fixed order. Otherwise the owned entries are
-//     removed (a removed override leaves nothing behind).
+//   - The entries may be written only where Fleet's agent manifest does not
+//     render the names itself (fleet.AgentChannel.RendersElectionEnv); they
+//     are read by the fleet-agent on Fleet v0.9.1+
+//     (ClusterEnvReachesAgent) and, on Rancher-managed clusters, by
+//     cattle-cluster-agent. Where they may not be written, entries the
+//     project wrote earlier are removed (a repair: they are duplicates).
+//   - Without overrides the global triple is written only for the
+//     fleet-agent, where it differs from what the agent runs without
+//     entries (fleet.AgentChannel.Baseline).
+//   - With overrides, the effective triple is written where an agent reads
+//     it and it differs from wrangler's 45s/30s/2s, which both agents run
+//     without entries; entries already there stay (with the effective
+//     values) while an override is set, so a global triple that catches up
+//     with an override restarts nothing. Overrides no agent can read are
+//     reported (ProblemUnsupported) and change nothing.
+//   - The effective triple must validate, or the cluster is left alone
+//     (ProblemInvalid).
 //
-// Entries the project does not own are copied unchanged.
-func Decide(env []map[string]interface{}, rec map[string]string, vals [3]string, set [3]bool,
-	global election.Timings, channel fleet.AgentChannel) Decision {
-	eff, err := Effective(global, vals, set)
-	if err != nil {
-		return Decision{Effective: eff, Problem: ProblemInvalid, Err: err}
-	}
+// Owned entries keep their position, missing ones are appended in the
+// fixed order, all three or none; entries the project does not own are
+// copied unchanged.
+func Decide(in Input) Decision {
+	ch := in.Channel
+	eff, effErr := Effective(in.Global, in.Overrides, in.Set)
+	anyOverride := in.Set[0] || in.Set[1] || in.Set[2]
 	owned := map[string]int{} // name → index in env
-	for i, e := range env {
+	for i, e := range in.Env {
 		name, _ := e["name"].(string)
 		if !election.CattlePrefix.Owns(name) {
 			continue
@@ -94,28 +139,46 @@ func Decide(env []map[string]interface{}, rec map[string]string, vals [3]string,
 		value, isString := e["value"].(string)
 		_, fromSource := e["valueFrom"]
 		_, dup := owned[name]
-		want, recorded := rec[name]
+		want, recorded := in.Record[name]
 		if dup || fromSource || !isString || !recorded || want != value {
-			return Decision{Effective: eff, Problem: ProblemForeign, Err: fmt.Errorf(
-				"spec.agentEnvVars has %s=%q, which leasetune did not write: it is left as it is", name, value)}
+			d := Decision{Effective: eff, Problem: ProblemForeign}
+			d.Runs, d.Elects, _ = ch.AgentRuns(in.Global, toEnvVars(in.Env))
+			msg := fmt.Sprintf("spec.agentEnvVars has %s=%q, which leasetune did not write", name, value)
+			if ch.RendersElectionEnv() {
+				msg += fmt.Sprintf(" and which duplicates a name Fleet's agent manifest renders itself (%s): remove it, or the agent's own helm upgrade fails or loops", ch)
+			}
+			d.Err = errors.New(msg)
+			return d
 		}
 		owned[name] = i
 	}
-	baseline, elects := channel.Baseline(global)
-	if !elects {
-		return Decision{Effective: eff}
+	fleetReads := ch.ClusterEnvReachesAgent()
+	cattleReads := in.RancherManaged && !ch.RendersElectionEnv()
+	var write bool // whether the three entries are wanted
+	var problem Problem
+	var perr error
+	switch {
+	case !anyOverride:
+		base, _ := ch.Baseline(in.Global)
+		write = fleetReads && in.Global != base
+	case !fleetReads && !cattleReads:
+		problem, perr = ProblemUnsupported, unsupported(ch)
+	case effErr != nil:
+		return Decision{Effective: eff, Problem: ProblemInvalid, Err: effErr}
+	default:
+		write = eff != election.WranglerDefaults || len(owned) > 0
 	}
 	var out []map[string]interface{}
 	var newRec map[string]string
-	if eff != baseline {
+	if write {
 		want := map[string]string{}
 		for _, e := range election.CattlePrefix.Env(eff) {
 			want[e.Name] = e.Value
 		}
 		newRec = want
-		for i, e := range env {
+		for i, e := range in.Env {
 			name, _ := e["name"].(string)
-			if _, mine := owned[name]; mine && owned[name] == i {
+			if idx, mine := owned[name]; mine && idx == i {
 				out = append(out, map[string]interface{}{"name": name, "value": want[name]})
 				continue
 			}
@@ -127,7 +190,7 @@ func Decide(env []map[string]interface{}, rec map[string]string, vals [3]string,
 			}
 		}
 	} else {
-		for i, e := range env {
+		for i, e := range in.Env {
 			name, _ := e["name"].(string)
 			if idx, mine := owned[name]; mine && idx == i {
 				continue
@@ -135,8 +198,38 @@ func Decide(env []map[string]interface{}, rec map[string]string, vals [3]string,
 			out = append(out, e)
 		}
 	}
-	change := !sameEnv(env, out) || !reflect.DeepEqual(normRecord(rec), normRecord(newRec))
-	return Decision{Change: change, Env: out, Record: newRec, Effective: eff}
+	change := !sameEnv(in.Env, out) || !reflect.DeepEqual(normRecord(in.Record), normRecord(newRec))
+	d := Decision{Change: change, Env: out, Record: newRec, Effective: eff, Problem: problem, Err: perr}
+	d.Runs, d.Elects, _ = ch.AgentRuns(in.Global, toEnvVars(out))
+	return d
+}
+
+// unsupported says why override annotations cannot take effect on a
+// channel.
+func unsupported(ch fleet.AgentChannel) error {
+	switch ch {
+	case fleet.ChannelAgentManagement, fleet.ChannelFixedV012:
+		return fmt.Errorf("per-cluster overrides cannot be applied on %s: Fleet's agent manifest renders CATTLE_ELECTION_* itself, and a second entry of a name breaks the agent's helm upgrade; the overrides are not applied (Fleet v0.9.1-v0.9.x, or v0.10-v0.11 on Rancher-managed clusters for cattle-cluster-agent, allow them)", ch)
+	case fleet.ChannelFixedV090:
+		return fmt.Errorf("per-cluster overrides cannot take effect on %s: Fleet v0.9.0 agents read no election env; the overrides are not applied (Fleet v0.9.1+ reads them)", ch)
+	}
+	return fmt.Errorf("per-cluster overrides have no reader on %s: Fleet v0.10-v0.11 agents run no leader election and this cluster has no cattle-cluster-agent; the overrides are not applied", ch)
+}
+
+// toEnvVars converts raw agentEnvVars items to EnvVars for the pure Fleet
+// model (name, literal value, and whether a source gives the value).
+func toEnvVars(env []map[string]interface{}) []corev1.EnvVar {
+	out := make([]corev1.EnvVar, 0, len(env))
+	for _, e := range env {
+		name, _ := e["name"].(string)
+		v := corev1.EnvVar{Name: name}
+		v.Value, _ = e["value"].(string)
+		if _, from := e["valueFrom"]; from {
+			v.ValueFrom = &corev1.EnvVarSource{}
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func sameEnv(a, b []map[string]interface{}) bool {

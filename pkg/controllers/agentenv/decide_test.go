@@ -47,6 +47,12 @@ func TestDecide(t *testing.T) {
 	invalidV, invalidS := over("-", "-", "45s")    // renewDeadline 50s must exceed 1.2 × 45s = 54s
 	unparsV, unparsS := over("-", "ten", "-")      // not a duration
 	globalV, globalS := over("1m0s", "50s", "20s") // overrides equal to global
+	wranglerV, wranglerS := over("45s", "30s", "2s")
+	rec605 := map[string]string{L: "1m0s", D: "50s", P: "5s"}
+	ours605 := []map[string]interface{}{e(L, "1m0s"), e(D, "50s"), e(P, "5s")}
+	with := func(a []map[string]interface{}, b ...map[string]interface{}) []map[string]interface{} {
+		return append(append([]map[string]interface{}{}, a...), b...)
+	}
 	cases := []struct {
 		name     string
 		env      []map[string]interface{}
@@ -54,50 +60,82 @@ func TestDecide(t *testing.T) {
 		vals     [3]string
 		set      [3]bool
 		channel  fleet.AgentChannel
+		rancher  bool
 		change   bool
 		wantEnv  []map[string]interface{}
 		wantRec  map[string]string
 		problem  Problem
 		errParts []string
+		runs     string // what fleet-agent runs afterwards ("" = no election)
 	}{
-		{name: "agentmanagement, no override: nothing to write", env: []map[string]interface{}{user}, channel: fleet.ChannelAgentManagement,
-			wantEnv: []map[string]interface{}{user}},
-		{name: "agentmanagement, override: appended after user entries", env: []map[string]interface{}{user, fromRef}, vals: retry5v, set: retry5s,
-			channel: fleet.ChannelAgentManagement, change: true,
-			wantEnv: []map[string]interface{}{user, fromRef, e(L, "1m0s"), e(D, "50s"), e(P, "5s")},
-			wantRec: map[string]string{L: "1m0s", D: "50s", P: "5s"}},
-		{name: "override equal to the global triple: nothing", env: nil, vals: globalV, set: globalS, channel: fleet.ChannelAgentManagement},
-		{name: "changed override rewrites owned entries in place",
-			env: []map[string]interface{}{e(L, "1m0s"), user, e(D, "50s"), e(P, "20s")}, rec: rec6050, vals: retry5v, set: retry5s,
-			channel: fleet.ChannelClusterEnvV012, change: true,
-			wantEnv: []map[string]interface{}{e(L, "1m0s"), user, e(D, "50s"), e(P, "5s")},
-			wantRec: map[string]string{L: "1m0s", D: "50s", P: "5s"}},
-		{name: "override removed, agent gets the global triple: entries removed",
-			env: append([]map[string]interface{}{user}, e(L, "1m0s"), e(D, "50s"), e(P, "5s")), rec: map[string]string{L: "1m0s", D: "50s", P: "5s"},
-			channel: fleet.ChannelAgentManagement, change: true, wantEnv: []map[string]interface{}{user}},
-		{name: "override removed, v0.12 baseline differs: rewritten to the global values",
-			env: append([]map[string]interface{}{user}, e(L, "1m0s"), e(D, "50s"), e(P, "5s")), rec: map[string]string{L: "1m0s", D: "50s", P: "5s"},
-			channel: fleet.ChannelClusterEnvV012, change: true, wantEnv: append([]map[string]interface{}{user}, ours6050...), wantRec: rec6050},
-		{name: "v0.12 already right: resync writes nothing", env: append([]map[string]interface{}{user}, ours6050...), rec: rec6050,
-			channel: fleet.ChannelClusterEnvV012, wantEnv: append([]map[string]interface{}{user}, ours6050...), wantRec: rec6050},
+		// Fleet v0.13+ renders the names itself: nothing is ever written.
+		{name: "v0.13+, no override: nothing to write", env: []map[string]interface{}{user}, channel: fleet.ChannelAgentManagement,
+			wantEnv: []map[string]interface{}{user}, runs: "1m0s/50s/20s"},
+		{name: "v0.13+, override: not applied, reported, nothing written", env: []map[string]interface{}{user, fromRef}, vals: retry5v, set: retry5s,
+			channel: fleet.ChannelAgentManagement, rancher: true, wantEnv: []map[string]interface{}{user, fromRef}, problem: ProblemUnsupported,
+			errParts: []string{"renders CATTLE_ELECTION_* itself", "v0.9.1-v0.9.x"}, runs: "1m0s/50s/20s"},
+		{name: "v0.13+: entries written earlier are removed (repair), other entries kept in place",
+			env: with([]map[string]interface{}{user}, e(L, "1m0s"), fromRef, e(D, "50s"), e(P, "5s")), rec: rec605, vals: retry5v, set: retry5s,
+			channel: fleet.ChannelAgentManagement, change: true, wantEnv: []map[string]interface{}{user, fromRef}, problem: ProblemUnsupported,
+			runs: "1m0s/50s/20s"},
+		{name: "v0.12: repair without override", env: with(ours6050, user), rec: rec6050,
+			channel: fleet.ChannelFixedV012, change: true, wantEnv: []map[string]interface{}{user}, runs: "30s/25s/10s"},
+		{name: "v0.12: an override cannot be applied", vals: retry5v, set: retry5s, channel: fleet.ChannelFixedV012, rancher: true,
+			problem: ProblemUnsupported, runs: "30s/25s/10s"},
+		{name: "v0.13+, someone else's entry duplicates a rendered name: left alone, said so", env: []map[string]interface{}{user, e(P, "3s")},
+			channel: fleet.ChannelAgentManagement, problem: ProblemForeign,
+			errParts: []string{`CATTLE_ELECTION_RETRY_PERIOD="3s"`, "duplicates a name Fleet's agent manifest renders"}},
+		// Fleet v0.9.1+: the agent reads the cluster's entries.
 		{name: "v0.9: wrangler baseline differs from global", env: nil, channel: fleet.ChannelClusterEnvV09, change: true,
-			wantEnv: ours6050, wantRec: rec6050},
-		{name: "v0.10-v0.11: agents run no election", env: []map[string]interface{}{user}, vals: retry5v, set: retry5s,
-			channel: fleet.ChannelNoElection, wantEnv: nil},
-		{name: "invalid override", env: []map[string]interface{}{user}, vals: invalidV, set: invalidS, channel: fleet.ChannelAgentManagement,
+			wantEnv: ours6050, wantRec: rec6050, runs: "1m0s/50s/20s"},
+		{name: "v0.9: already right: resync writes nothing", env: with([]map[string]interface{}{user}, ours6050...), rec: rec6050,
+			channel: fleet.ChannelClusterEnvV09, wantEnv: with([]map[string]interface{}{user}, ours6050...), wantRec: rec6050, runs: "1m0s/50s/20s"},
+		{name: "v0.9: override appended after user entries", env: []map[string]interface{}{user, fromRef}, vals: retry5v, set: retry5s,
+			channel: fleet.ChannelClusterEnvV09, change: true, wantEnv: with([]map[string]interface{}{user, fromRef}, ours605...), wantRec: rec605,
+			runs: "1m0s/50s/5s"},
+		{name: "v0.9: changed override rewrites owned entries in place",
+			env: []map[string]interface{}{e(L, "1m0s"), user, e(D, "50s"), e(P, "20s")}, rec: rec6050, vals: retry5v, set: retry5s,
+			channel: fleet.ChannelClusterEnvV09, change: true,
+			wantEnv: []map[string]interface{}{e(L, "1m0s"), user, e(D, "50s"), e(P, "5s")}, wantRec: rec605, runs: "1m0s/50s/5s"},
+		{name: "v0.9: override removed, rewritten to the global values", env: with([]map[string]interface{}{user}, ours605...), rec: rec605,
+			channel: fleet.ChannelClusterEnvV09, change: true, wantEnv: with([]map[string]interface{}{user}, ours6050...), wantRec: rec6050,
+			runs: "1m0s/50s/20s"},
+		{name: "v0.9: global equal to the override keeps the entries (no restart)", env: with([]map[string]interface{}{user}, ours6050...), rec: rec6050,
+			vals: globalV, set: globalS, channel: fleet.ChannelClusterEnvV09, wantEnv: with([]map[string]interface{}{user}, ours6050...), wantRec: rec6050,
+			runs: "1m0s/50s/20s"},
+		{name: "v0.9: an override of wrangler's own triple writes nothing", vals: wranglerV, set: wranglerS, channel: fleet.ChannelClusterEnvV09,
+			runs: "45s/30s/2s"},
+		{name: "v0.9: entries holding wrangler's triple stay while the override is set",
+			env: []map[string]interface{}{e(L, "45s"), e(D, "30s"), e(P, "2s")}, rec: map[string]string{L: "45s", D: "30s", P: "2s"},
+			vals: wranglerV, set: wranglerS, channel: fleet.ChannelClusterEnvV09,
+			wantEnv: []map[string]interface{}{e(L, "45s"), e(D, "30s"), e(P, "2s")}, wantRec: map[string]string{L: "45s", D: "30s", P: "2s"}, runs: "45s/30s/2s"},
+		{name: "v0.9.0 reads no env: nothing written, leftovers removed", env: with([]map[string]interface{}{user}, ours6050...), rec: rec6050,
+			channel: fleet.ChannelFixedV090, change: true, wantEnv: []map[string]interface{}{user}, runs: "45s/30s/2s"},
+		// Fleet v0.10-v0.11: no election in the agent; cattle-cluster-agent reads the list.
+		{name: "v0.10-v0.11, standalone: an override has no reader", env: []map[string]interface{}{user}, vals: retry5v, set: retry5s,
+			channel: fleet.ChannelNoElection, wantEnv: []map[string]interface{}{user}, problem: ProblemUnsupported, errParts: []string{"no leader election"}},
+		{name: "v0.10-v0.11, standalone: leftovers of an override are removed", env: with([]map[string]interface{}{user}, ours605...), rec: rec605,
+			vals: retry5v, set: retry5s, channel: fleet.ChannelNoElection, change: true, wantEnv: []map[string]interface{}{user}, problem: ProblemUnsupported},
+		{name: "v0.10-v0.11, Rancher-managed: the override reaches cattle-cluster-agent", vals: retry5v, set: retry5s,
+			channel: fleet.ChannelNoElection, rancher: true, change: true, wantEnv: ours605, wantRec: rec605},
+		{name: "v0.10-v0.11, Rancher-managed: the global triple alone is not written", channel: fleet.ChannelNoElection, rancher: true},
+		{name: "v0.10-v0.11, Rancher-managed: override removed, entries removed", env: ours605, rec: rec605,
+			channel: fleet.ChannelNoElection, rancher: true, change: true},
+		// Problems.
+		{name: "invalid override", env: []map[string]interface{}{user}, vals: invalidV, set: invalidS, channel: fleet.ChannelClusterEnvV09,
 			problem: ProblemInvalid, errParts: []string{"renewDeadline 50s must exceed 1.2 × retryPeriod 45s = 54s"}},
-		{name: "unparsable override", vals: unparsV, set: unparsS, channel: fleet.ChannelAgentManagement,
+		{name: "unparsable override", vals: unparsV, set: unparsS, channel: fleet.ChannelClusterEnvV09,
 			problem: ProblemInvalid, errParts: []string{`annotation election.cattle.io/renew-deadline: renewDeadline "ten" is not a duration`}},
-		{name: "hand-written entry", env: []map[string]interface{}{user, e(P, "3s")}, vals: retry5v, set: retry5s, channel: fleet.ChannelAgentManagement,
+		{name: "hand-written entry", env: []map[string]interface{}{user, e(P, "3s")}, vals: retry5v, set: retry5s, channel: fleet.ChannelClusterEnvV09,
 			problem: ProblemForeign, errParts: []string{`CATTLE_ELECTION_RETRY_PERIOD="3s"`}},
 		{name: "our entry edited by someone", env: []map[string]interface{}{e(L, "1m0s"), e(D, "50s"), e(P, "3s")}, rec: rec6050,
-			channel: fleet.ChannelClusterEnvV012, problem: ProblemForeign},
+			channel: fleet.ChannelClusterEnvV09, problem: ProblemForeign},
 		{name: "entry from a source", env: []map[string]interface{}{{"name": P, "valueFrom": map[string]interface{}{}}},
-			channel: fleet.ChannelClusterEnvV012, problem: ProblemForeign},
+			channel: fleet.ChannelClusterEnvV09, problem: ProblemForeign},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := Decide(c.env, c.rec, c.vals, c.set, global, c.channel)
+			d := Decide(Input{Env: c.env, Record: c.rec, Overrides: c.vals, Set: c.set, Global: global, Channel: c.channel, RancherManaged: c.rancher})
 			if d.Problem != c.problem {
 				t.Fatalf("problem %q (%v), want %q", d.Problem, d.Err, c.problem)
 			}
@@ -106,22 +144,32 @@ func TestDecide(t *testing.T) {
 					t.Errorf("error %v lacks %q", d.Err, p)
 				}
 			}
-			if c.problem != "" {
+			if c.problem == ProblemInvalid || c.problem == ProblemForeign {
 				if d.Change {
-					t.Error("a problem must not change anything")
+					t.Error("a cluster left alone must not change")
 				}
 				return
 			}
 			if d.Change != c.change {
 				t.Errorf("change = %v, want %v", d.Change, c.change)
 			}
-			if d.Change || c.wantEnv != nil {
-				if !sameEnv(d.Env, c.wantEnv) {
-					t.Errorf("env\n got %v\nwant %v", d.Env, c.wantEnv)
-				}
-				if !reflect.DeepEqual(normRecord(d.Record), normRecord(c.wantRec)) {
-					t.Errorf("record %v, want %v", d.Record, c.wantRec)
-				}
+			if !sameEnv(d.Env, c.wantEnv) {
+				t.Errorf("env\n got %v\nwant %v", d.Env, c.wantEnv)
+			}
+			if !reflect.DeepEqual(normRecord(d.Record), normRecord(c.wantRec)) {
+				t.Errorf("record %v, want %v", d.Record, c.wantRec)
+			}
+			runs := ""
+			if d.Elects {
+				f := election.FormatDuration
+				runs = f(d.Runs.LeaseDuration) + "/" + f(d.Runs.RenewDeadline) + "/" + f(d.Runs.RetryPeriod)
+			}
+			if c.runs != runs {
+				t.Errorf("fleet-agent runs %q, want %q", runs, c.runs)
+			}
+			// Never a duplicate name in the agent container (DESIGN.md rule 10).
+			if dups := c.channel.DuplicateNames(global, toEnvVars(d.Env)); len(dups) > 0 {
+				t.Errorf("the agent Deployment would get a second entry of %v", dups)
 			}
 		})
 	}
@@ -141,30 +189,64 @@ func obj(gvrKind, ns, name string, labels map[string]string, fields map[string]i
 
 func TestRoute(t *testing.T) {
 	standalone := obj("Cluster", "fleet-default", "edge-1", nil, nil)
-	managed := obj("Cluster", "fleet-default", "c-abc", map[string]string{MgmtNameLabel: "c-abc"}, nil)
+	managed := obj("Cluster", "fleet-default", "prod", map[string]string{MgmtNameLabel: "c-m-abcd1234"}, nil)
 	provRKE := obj("Cluster", "fleet-default", "prod", nil, map[string]interface{}{
-		"spec": map[string]interface{}{"rkeConfig": map[string]interface{}{}}, "status": map[string]interface{}{"clusterName": "c-abc"}})
-	provImported := obj("Cluster", "fleet-default", "imported", nil, map[string]interface{}{"status": map[string]interface{}{"clusterName": "c-abc"}})
-	mgmt := obj("Cluster", "", "c-abc", nil, nil)
+		"spec": map[string]interface{}{"rkeConfig": map[string]interface{}{}}, "status": map[string]interface{}{"clusterName": "c-m-abcd1234"}})
+	provImported := obj("Cluster", "fleet-default", "prod", nil, map[string]interface{}{"status": map[string]interface{}{"clusterName": "c-m-abcd1234"}})
+	mgmt := obj("Cluster", "", "c-m-abcd1234", nil, nil)
+	legacyFleet := obj("Cluster", "fleet-default", "c-abcde", map[string]string{MgmtNameLabel: "c-abcde"}, nil)
+	legacyMgmt := obj("Cluster", "", "c-abcde", nil, nil)
+	legacyProv := obj("Cluster", "fleet-default", "c-abcde", nil, map[string]interface{}{"status": map[string]interface{}{"clusterName": "c-abcde"}})
+	local := obj("Cluster", "fleet-local", "local", map[string]string{MgmtNameLabel: "local"}, nil)
+	localMgmt := obj("Cluster", "", "local", nil, nil)
 
 	r, err := Route(standalone, nil, nil)
-	if err != nil || r.Target != standalone || r.Source != standalone || r.RancherManaged {
+	if err != nil || r.Target != standalone || r.RancherManaged {
 		t.Errorf("standalone: %+v %v", r, err)
 	}
 	r, err = Route(managed, provRKE, mgmt)
-	if err != nil || r.Target != provRKE || r.Source != provRKE || !r.Provisioned {
+	if err != nil || r.Target != provRKE || !r.Provisioned || !r.RancherManaged || r.Legacy {
 		t.Errorf("provisioned: %+v %v", r, err)
 	}
 	r, err = Route(managed, provImported, mgmt)
-	if err != nil || r.Target != mgmt || r.Source != provImported || r.Provisioned || !r.RancherManaged {
-		t.Errorf("imported: %+v %v", r, err)
+	if err != nil || r.Target != provImported || r.Provisioned || !r.RancherManaged || r.Legacy {
+		t.Errorf("imported through the current UI: the provisioning Cluster is the source: %+v %v", r, err)
 	}
-	r, err = Route(managed, nil, mgmt)
-	if err != nil || r.Target != mgmt || r.Source != mgmt {
+	if _, err = Route(managed, nil, mgmt); err == nil {
+		t.Error("non-legacy without its provisioning Cluster: want an error (not routable yet)")
+	}
+	r, err = Route(legacyFleet, legacyProv, legacyMgmt)
+	if err != nil || r.Target != legacyMgmt || !r.Legacy {
 		t.Errorf("legacy: %+v %v", r, err)
 	}
-	if _, err = Route(managed, provImported, nil); err == nil {
-		t.Error("no management Cluster: want an error")
+	r, err = Route(local, nil, localMgmt)
+	if err != nil || r.Target != localMgmt || !r.Legacy {
+		t.Errorf("local: %+v %v", r, err)
+	}
+	if _, err = Route(legacyFleet, legacyProv, nil); err == nil {
+		t.Error("legacy without its management Cluster: want an error")
+	}
+
+	// Rancher's copies of overrides are not reported; a user's on an object
+	// Rancher never copies them to are.
+	ann := map[string]string{RetryPeriodAnnotation: "5s"}
+	provImported.SetAnnotations(ann)
+	mgmt.SetAnnotations(ann) // Rancher's copy (createNewCluster copies all annotations)
+	if r, _ := Route(managed, provImported, mgmt); len(r.Ignored) != 0 {
+		t.Errorf("Rancher's copy on the management Cluster reported as ignored: %v", r.Ignored)
+	}
+	managed.SetAnnotations(ann) // Rancher never copies election.cattle.io/* to a fleet Cluster
+	if r, _ := Route(managed, provImported, mgmt); len(r.Ignored) != 1 || r.Ignored[0] != managed {
+		t.Errorf("a user's override on the fleet Cluster: %v", r.Ignored)
+	}
+	legacyProv.SetAnnotations(ann)
+	if r, _ := Route(legacyFleet, legacyProv, legacyMgmt); len(r.Ignored) != 1 || r.Ignored[0] != legacyProv {
+		t.Errorf("a user's override on a legacy cluster's provisioning Cluster: %v", r.Ignored)
+	}
+	for name, want := range map[string]bool{"local": true, "c-abcde": true, "c-m-abcd1234": false, "c-abcdef": false, "c-ABCDE": false, "imported": false} {
+		if IsLegacyName(name) != want {
+			t.Errorf("IsLegacyName(%q) = %v", name, !want)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package agentenv
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"leasetune.io/leasetune/pkg/election"
@@ -30,27 +31,38 @@ func refOf(gvr schema.GroupVersionResource, u *unstructured.Unstructured) Ref {
 	return Ref{GVR: gvr, Namespace: u.GetNamespace(), Name: u.GetName()}
 }
 
-// Routing says, for one fleet Cluster, which objects the controller reads
+// Routing says, for one fleet Cluster, which object the controller reads
 // and writes.
 type Routing struct {
-	// Target is the object whose spec.agentEnvVars is written.
+	// Target is the object that is the source of the cluster's agent env:
+	// its spec.agentEnvVars is written and its override annotations apply.
 	Target *unstructured.Unstructured
 	// TargetRef names it.
 	TargetRef Ref
-	// Source is the object whose override annotations apply.
-	Source *unstructured.Unstructured
-	// SourceRef names it.
-	SourceRef Ref
 	// RancherManaged is true when Rancher generates the fleet Cluster:
 	// the env then also reaches cattle-cluster-agent, and on provisioned
 	// clusters the system agent of every node.
 	RancherManaged bool
 	// Provisioned is true for RKE2/K3s clusters Rancher provisions.
 	Provisioned bool
-	// Ignored are the other objects of this cluster that carry override
-	// annotations, which do not apply (they are read from Source only).
+	// Legacy is true for Rancher clusters whose management Cluster is the
+	// source (mgmtNameRegexp).
+	Legacy bool
+	// Ignored are other objects of this cluster that carry override
+	// annotations Rancher never copies there (so a user put them there):
+	// they do not apply.
 	Ignored []*unstructured.Unstructured
 }
+
+// mgmtNameRegexp is Rancher's test for a legacy cluster: rancher/rancher
+// v2.8.0-v2.11.x pkg/controllers/provisioningv2/cluster/controller.go,
+// mgmtNameRegexp and isLegacyCluster. A management Cluster so named is the
+// source of its provisioning Cluster; every other provisioning Cluster is
+// the source of its management Cluster.
+var mgmtNameRegexp = regexp.MustCompile("^(c-[a-z0-9]{5}|local)$")
+
+// IsLegacyName reports whether a management Cluster name is legacy.
+func IsLegacyName(name string) bool { return mgmtNameRegexp.MatchString(name) }
 
 // hasOverride reports whether u carries an override annotation.
 func hasOverride(u *unstructured.Unstructured) bool {
@@ -61,60 +73,72 @@ func hasOverride(u *unstructured.Unstructured) bool {
 	return set[0] || set[1] || set[2]
 }
 
-// withIgnored records the objects other than the source that carry
+// Route decides which object is the source of a fleet Cluster's agent env
+// (DESIGN.md section 2; rancher/rancher v2.8-v2.11):
+//
+//   - standalone (no management.cattle.io/cluster-name label): the fleet
+//     Cluster;
+//   - every Rancher cluster whose management name is not legacy,
+//     provisioned (RKE2/K3s) or imported: the provisioning Cluster, since
+//     provisioningv2/cluster/controller.go (createNewCluster) generates the
+//     management Cluster's spec.agentEnvVars and annotations from it;
+//   - legacy (management name c-xxxxx or local): the management Cluster,
+//     from which Rancher generates the provisioning Cluster without env.
+//
+// Rancher then generates the fleet Cluster's env from the management
+// Cluster (provisioningv2/fleetcluster/fleetcluster.go, createCluster). The
+// generated objects are never written: Rancher would put them back.
+//
+// prov is the provisioning Cluster whose status.clusterName is the label's
+// value (nil if none); mgmt the management Cluster of that name (nil if
+// none). It returns an error when the source is not there (yet).
+func Route(fc, prov, mgmt *unstructured.Unstructured) (Routing, error) {
+	mgmtName, managed := fc.GetLabels()[MgmtNameLabel]
+	if !managed {
+		return Routing{Target: fc, TargetRef: refOf(FleetClusterGVR, fc)}, nil
+	}
+	if IsLegacyName(mgmtName) {
+		if mgmt == nil {
+			return Routing{}, fmt.Errorf("fleet Cluster %s/%s: management Cluster %q not found", fc.GetNamespace(), fc.GetName(), mgmtName)
+		}
+		rt := Routing{Target: mgmt, TargetRef: refOf(ManagementClusterGVR, mgmt), RancherManaged: true, Legacy: true}
+		// Rancher copies no election.cattle.io/* key to the provisioning or
+		// the fleet Cluster of a legacy cluster (CleanAnnotationsForExport
+		// drops keys containing "cattle.io/"): any there are a user's.
+		return rt.withIgnored(fc, prov), nil
+	}
+	if prov == nil {
+		return Routing{}, fmt.Errorf("fleet Cluster %s/%s: no provisioning Cluster with status.clusterName %q", fc.GetNamespace(), fc.GetName(), mgmtName)
+	}
+	rt := Routing{Target: prov, TargetRef: refOf(ProvisioningClusterGVR, prov), RancherManaged: true, Provisioned: hasRKEConfig(prov)}
+	// The management Cluster carries Rancher's copies of every annotation
+	// of the provisioning Cluster: never reported. The fleet Cluster gets
+	// none of election.cattle.io/* (fleetcluster.go, v2.10+, through
+	// CleanAnnotationsForExport; nothing before v2.10).
+	return rt.withIgnored(fc), nil
+}
+
+// withIgnored records the objects other than the target that carry
 // override annotations.
 func (rt Routing) withIgnored(objs ...*unstructured.Unstructured) Routing {
 	for _, o := range objs {
-		if o != nil && o != rt.Source && hasOverride(o) {
+		if o != nil && o != rt.Target && hasOverride(o) {
 			rt.Ignored = append(rt.Ignored, o)
 		}
 	}
 	return rt
 }
 
-// Route decides where the override annotations of a fleet Cluster are read
-// and where its agent env is written (DESIGN.md section 2):
-//
-//	standalone (no management.cattle.io/cluster-name label): the fleet Cluster, for both;
-//	Rancher-provisioned (provisioning Cluster with spec.rkeConfig): the provisioning Cluster, for both;
-//	imported or legacy: annotations from the provisioning Cluster, else the
-//	management Cluster; env written on the management Cluster.
-//
-// prov is the provisioning Cluster whose status.clusterName is the label's
-// value (nil if none); mgmt the management Cluster of that name (nil if
-// none). It returns an error when a Rancher-managed cluster's writable
-// object is not there (yet).
-func Route(fc, prov, mgmt *unstructured.Unstructured) (Routing, error) {
-	mgmtName, managed := fc.GetLabels()[MgmtNameLabel]
-	if !managed {
-		r := refOf(FleetClusterGVR, fc)
-		return Routing{Target: fc, TargetRef: r, Source: fc, SourceRef: r}, nil
-	}
-	if prov != nil && hasRKEConfig(prov) {
-		r := refOf(ProvisioningClusterGVR, prov)
-		return Routing{Target: prov, TargetRef: r, Source: prov, SourceRef: r, RancherManaged: true, Provisioned: true}.withIgnored(fc, mgmt), nil
-	}
-	if mgmt == nil {
-		return Routing{}, fmt.Errorf("fleet Cluster %s/%s: management Cluster %q not found", fc.GetNamespace(), fc.GetName(), mgmtName)
-	}
-	out := Routing{Target: mgmt, TargetRef: refOf(ManagementClusterGVR, mgmt), RancherManaged: true}
-	if prov != nil {
-		out.Source, out.SourceRef = prov, refOf(ProvisioningClusterGVR, prov)
-	} else {
-		out.Source, out.SourceRef = mgmt, out.TargetRef
-	}
-	return out.withIgnored(fc, mgmt), nil
-}
-
-// Decide runs Decide on the routed objects: the target's agent env and
-// ownership record, the source's override annotations.
+// Decide runs Decide on the routed object: its agent env, ownership record
+// and override annotations.
 func (rt Routing) Decide(global election.Timings, channel fleet.AgentChannel) Decision {
 	env, err := agentEnvVars(rt.Target)
 	if err != nil {
 		return Decision{Problem: ProblemForeign, Err: err}
 	}
-	vals, set := overrides(rt.Source)
-	return Decide(env, ownRecord(rt.Target), vals, set, global, channel)
+	vals, set := overrides(rt.Target)
+	return Decide(Input{Env: env, Record: ownRecord(rt.Target), Overrides: vals, Set: set,
+		Global: global, Channel: channel, RancherManaged: rt.RancherManaged})
 }
 
 // Strip returns the agent env of an object the project wrote to, without
