@@ -71,7 +71,7 @@ func TestDesired(t *testing.T) {
 			[]ContainerEnv{{"fleet-agentmanagement", election.FleetAgentPrefix.Env(five)}}},
 		{"v0.9: entries added", v09, defaults, []ContainerEnv{{"fleet-controller", election.CattlePrefix.Env(election.FleetDefaults)}}},
 		{"v0.12: no agent env outside the agentmanagement channel", v012am, with(defaults, func(i *Inputs) {
-			i.Channel = fleet.ChannelClusterEnvV012
+			i.Channel = fleet.ChannelFixedV012
 			i.Agent = five
 		}), nil},
 		{"v0.13+: agent env added when missing", v012am, with(defaults, func(i *Inputs) { i.Agent = five }),

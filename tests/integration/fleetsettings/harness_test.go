@@ -34,7 +34,7 @@ var versions = []string{"v0.9.9", "v0.12.0", "v0.14.10", "v0.16-dev"}
 // wantChannel is the agent channel each fixture must be detected as.
 var wantChannel = map[string]fleet.AgentChannel{
 	"v0.9.9":    fleet.ChannelClusterEnvV09,
-	"v0.12.0":   fleet.ChannelClusterEnvV012,
+	"v0.12.0":   fleet.ChannelFixedV012,
 	"v0.14.10":  fleet.ChannelAgentManagement,
 	"v0.16-dev": fleet.ChannelAgentManagement,
 }
