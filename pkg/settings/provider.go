@@ -283,7 +283,6 @@ func (p *Provider) sync(ctx context.Context) error {
 		}
 	}
 	statuses := map[Component]ComponentStatus{}
-	var applied []Component
 	for _, c := range Components {
 		var vals [3]Resolved
 		for i, d := range Of(c) {
@@ -292,18 +291,24 @@ func (p *Provider) sync(ctx context.Context) error {
 		t, err := Evaluate(c, vals)
 		statuses[c] = ComponentStatus{Inputs: vals, Refused: err}
 		if err == nil {
-			if old, ok := next.Effective[c]; !ok || old != t {
-				next.Effective[c] = t
-				applied = append(applied, c)
-			}
+			next.Effective[c] = t
 		}
 	}
-	if err := p.persist(ctx, next); err != nil {
+	stored, err := p.persist(ctx, next)
+	if err != nil {
 		return err
 	}
 
 	p.mu.Lock()
-	p.state = next
+	var applied []Component // what stored changes in effect, whoever computed it
+	for _, c := range Components {
+		if t, ok := stored.Effective[c]; ok {
+			if old, had := p.state.Effective[c]; !had || old != t {
+				applied = append(applied, c)
+			}
+		}
+	}
+	p.state = stored
 	for c, st := range statuses {
 		p.status[c] = st
 	}
@@ -311,10 +316,10 @@ func (p *Provider) sync(ctx context.Context) error {
 	p.mu.Unlock()
 
 	for _, c := range Components {
-		p.report(c, statuses[c], next)
+		p.report(c, statuses[c], stored)
 	}
 	for _, c := range applied {
-		t := next.Effective[c]
+		t := stored.Effective[c]
 		p.log.Info("timings applied", "setting-component", c, "timings", t.String())
 		metrics.SettingsApplied.WithLabelValues(string(c)).Inc()
 		for _, d := range Of(c) {
@@ -325,6 +330,12 @@ func (p *Provider) sync(ctx context.Context) error {
 		for _, f := range listeners {
 			f()
 		}
+	}
+	if !stored.equal(next) {
+		// Another writer's entries won over this sync's: evaluate again
+		// (the work queue retries) from what is stored now.
+		return fmt.Errorf("durable state %s/%s: another writer stored other entries meanwhile; evaluating again",
+			p.opts.Namespace, p.opts.StateName)
 	}
 	return nil
 }
@@ -386,29 +397,31 @@ func (p *Provider) patch(name string, patch map[string]interface{}) error {
 	return nil
 }
 
-// persist writes s to the state ConfigMap when it differs from what is
-// stored (ownstate.Save: optimistic concurrency; the provider is the only
-// writer, on the leader).
-func (p *Provider) persist(ctx context.Context, s State) error {
+// persist writes s, computed from p.state, to the state ConfigMap when it
+// differs from what is stored, and returns the state stored. Only the
+// leader writes, but in a handover an outgoing leader may still: every
+// attempt of ownstate.Save merges s into the data stored at that moment
+// (mergeState), so neither writer reverts an entry the other changed.
+func (p *Provider) persist(ctx context.Context, s State) (State, error) {
 	p.mu.RLock()
-	same := p.state.equal(s) && p.stateCM != nil
+	base := p.state.clone()
 	cm := p.stateCM
 	p.mu.RUnlock()
-	if same {
-		return nil
+	if base.equal(s) && cm != nil {
+		return s, nil
 	}
-	data, err := s.encode()
+	var stored State
+	out, err := ownstate.Save(ctx, p.opts.ConfigMaps, p.opts.Namespace, p.opts.StateName, cm, func(current map[string]string) (map[string]string, error) {
+		stored = mergeState(base, s, current)
+		return stored.encode()
+	})
 	if err != nil {
-		return err
-	}
-	out, err := ownstate.Save(ctx, p.opts.ConfigMaps, p.opts.Namespace, p.opts.StateName, cm, data)
-	if err != nil {
-		return err
+		return State{}, err
 	}
 	p.mu.Lock()
 	p.stateCM = out
 	p.mu.Unlock()
-	return nil
+	return stored, nil
 }
 
 // event records an Event on the cluster-scoped Setting called name.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 
 	"leasetune.io/leasetune/pkg/election"
@@ -107,4 +108,75 @@ func (s State) clone() State {
 // equal reports whether s and o hold the same state.
 func (s State) equal(o State) bool {
 	return reflect.DeepEqual(s.clone(), o.clone())
+}
+
+// mergeState returns the state to store over data, the state ConfigMap's
+// data now (nil: there is none), by a writer that computed next from base
+// (the state it last read or stored): the stored entries (one per
+// setting's value, one per component's triple), with the entries next
+// changes from base applied, except those another writer has changed too
+// since base (there the stored value stays). An entry the writer only
+// carried along keeps its stored value, so a writer whose base is stale
+// never reverts what another one stored meanwhile. A missing ConfigMap,
+// or a key of it that does not parse, has nothing to preserve: next's
+// entries are stored.
+func mergeState(base, next State, data map[string]string) State {
+	if data == nil {
+		return next.clone()
+	}
+	cur := storedState(data, base)
+	return State{
+		Values:    mergeEntries(base.Values, next.Values, cur.Values),
+		Effective: mergeEntries(base.Effective, next.Effective, cur.Effective),
+	}
+}
+
+// storedState decodes data for mergeState; a key that does not parse
+// counts as unchanged since base. A stored triple that no longer validates
+// is dropped, as decodeState drops it.
+func storedState(data map[string]string, base State) State {
+	cur := base.clone()
+	if v, err := decodeState(map[string]string{stateKeyValues: data[stateKeyValues]}); err == nil {
+		cur.Values = v.Values
+	}
+	var eff map[Component]timingsJSON
+	if e := data[stateKeyEffective]; e == "" || json.Unmarshal([]byte(e), &eff) == nil {
+		v, _ := decodeState(map[string]string{stateKeyEffective: e})
+		cur.Effective = v.Effective
+	}
+	return cur
+}
+
+// mergeEntries returns a copy of cur with the entries next changes from
+// base (set, changed or removed) applied, except where cur differs from
+// base too.
+func mergeEntries[K, V comparable](base, next, cur map[K]V) map[K]V {
+	out := maps.Clone(cur)
+	if out == nil {
+		out = map[K]V{}
+	}
+	apply := func(k K) {
+		b, inBase := base[k]
+		n, inNext := next[k]
+		if inBase == inNext && b == n {
+			return // carried along
+		}
+		if c, inCur := cur[k]; inCur != inBase || c != b {
+			return // another writer changed it since base: it stays
+		}
+		if inNext {
+			out[k] = n
+		} else {
+			delete(out, k)
+		}
+	}
+	for k := range next {
+		apply(k)
+	}
+	for k := range base {
+		if _, ok := next[k]; !ok {
+			apply(k)
+		}
+	}
+	return out
 }

@@ -81,7 +81,10 @@ func (r *channelRecord) OnChannelChange(f func()) {
 }
 
 // set records a detection, writing the ConfigMap before the new channel is
-// used; it reports whether the channel changed.
+// used; it reports whether the channel changed. A channel another writer
+// recorded since this one last read (an outgoing or a new leader, in a
+// handover) stays recorded, and in use: set then returns an error, for the
+// work queue to detect again with that record.
 func (r *channelRecord) set(ctx context.Context, d fleet.Detection) (bool, error) {
 	r.mu.RLock()
 	same := r.channel == d.Channel // a new reason for the same channel is not worth a write
@@ -90,23 +93,37 @@ func (r *channelRecord) set(ctx context.Context, d fleet.Detection) (bool, error
 	if same {
 		return false, nil
 	}
+	var base string
+	if cm != nil {
+		base = cm.Data["channel"]
+	}
 	data := map[string]string{"channel": string(d.Channel), "evidence": d.Evidence}
-	out, err := ownstate.Save(ctx, r.client, r.namespace, ChannelConfigMapName, cm, data)
+	out, err := ownstate.Save(ctx, r.client, r.namespace, ChannelConfigMapName, cm, func(current map[string]string) (map[string]string, error) {
+		if _, perr := fleet.ParseChannel(current["channel"]); perr == nil && current["channel"] != base {
+			return current, nil // recorded by another writer meanwhile
+		}
+		return data, nil
+	})
 	if err != nil {
 		return false, fmt.Errorf("record fleet agent channel: %w", err)
 	}
+	ch, evidence := d.Channel, d.Evidence
+	if stored, perr := fleet.ParseChannel(out.Data["channel"]); perr == nil && stored != d.Channel {
+		ch, evidence = stored, out.Data["evidence"]
+		err = fmt.Errorf("record fleet agent channel: another writer recorded %s meanwhile; detecting again", stored)
+	}
 	r.mu.Lock()
-	changed := r.channel != d.Channel
-	r.channel, r.evidence, r.cm = d.Channel, d.Evidence, out
+	changed := r.channel != ch
+	r.channel, r.evidence, r.cm = ch, evidence, out
 	listeners := append([]func(){}, r.listeners...)
 	r.mu.Unlock()
-	setChannelMetric(d.Channel)
+	setChannelMetric(ch)
 	if changed && r.override == "" {
 		for _, f := range listeners {
 			f()
 		}
 	}
-	return changed, nil
+	return changed, err
 }
 
 func setChannelMetric(ch fleet.AgentChannel) {
