@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"math/big"
 	"testing"
 	"time"
 
@@ -24,9 +25,15 @@ func clientGoAccepts(t Timings) bool {
 	return err == nil
 }
 
-// ourRulesHold restates this project's own rules independently of Validate.
+// ourRulesHold restates this project's own rules independently of Validate:
+// a lease of whole seconds, at least 1s; a retry period of at least 1s; a
+// renew deadline of at least two retry periods (in exact integers: no
+// product that could overflow); each at most 1h.
 func ourRulesHold(t Timings) bool {
+	twoRetries := new(big.Int).Mul(big.NewInt(int64(t.RetryPeriod)), big.NewInt(2))
 	return t.LeaseDuration >= time.Second && t.LeaseDuration%time.Second == 0 &&
+		t.RetryPeriod >= time.Second &&
+		big.NewInt(int64(t.RenewDeadline)).Cmp(twoRetries) >= 0 &&
 		t.LeaseDuration <= time.Hour && t.RenewDeadline <= time.Hour && t.RetryPeriod <= time.Hour
 }
 
@@ -39,10 +46,16 @@ func FuzzValidateMatchesClientGo(f *testing.F) {
 	for _, seed := range [][3]int64{
 		{30 * s, 25 * s, 10 * s},
 		{45 * s, 30 * s, 2 * s},
-		{30 * s, 12 * s, 10 * s},      // renew exactly 1.2 × retry
-		{30 * s, 12*s + 1, 10 * s},    // just above
-		{25 * s, 25 * s, 10 * s},      // lease == renew
-		{1 * s, 2, 1},                 // smallest valid
+		{30 * s, 12 * s, 10 * s},   // renew exactly 1.2 × retry
+		{30 * s, 12*s + 1, 10 * s}, // just above
+		{25 * s, 25 * s, 10 * s},   // lease == renew
+		{3 * s, 2 * s, 1 * s},      // smallest valid
+		{3 * s, 2*s - 1, 1 * s},    // renew just below 2 × retry
+		{3 * s, 2 * s, 1*s - 1},    // retry just below 1s
+		{1 * s, 2, 1},              // client-go's smallest: refused by our floor
+		{2 * s, 1500 * int64(time.Millisecond), int64(time.Second) / 100}, // 10ms typed for 10s
+		{30 * s, 20 * s, 10 * s},      // renew exactly 2 × retry
+		{30 * s, 20*s - 1, 10 * s},    // just below
 		{0, 0, 0},                     // zeros
 		{-1, -2, -3},                  // negatives
 		{3600 * s, 3000 * s, 600 * s}, // at the upper bound

@@ -18,6 +18,54 @@ const JitterFactor = 1.2
 // a component without a leader for hours after a crash.
 const MaxDuration = time.Hour
 
+// MinRetryPeriod is the shortest retryPeriod this project accepts (1s).
+// client-go has no lower bound (NewLeaderElector takes 1ns); ours keeps a
+// unit typo such as "10ms" for "10s" from multiplying the lock traffic this
+// project exists to reduce: 2s already made the Fleet locks a third of all
+// kube-apiserver requests in SURE-3805 (DESIGN.md section 1), and 10ms would
+// be 200 times that. The shortest retry period any Kubernetes component
+// ships by default is 2s (client-go's "core clients default", k8s.io/
+// component-base RecommendedDefaultLeaderElectionConfiguration 15s/10s/2s
+// for kube-controller-manager and kube-scheduler, wrangler's 45s/30s/2s);
+// 1s is half of that, so no default anywhere is refused, and at 1s one lock
+// still costs at most 7,200 leader and 2,250 follower requests an hour.
+const MinRetryPeriod = time.Second
+
+// MinRenewAttempts is the least number of renewal attempts renewDeadline
+// must leave the leader (2): renewDeadline ≥ MinRenewAttempts ×
+// retryPeriod. In client-go v0.28's LeaderElector.renew the leader tries
+// at once and then every retryPeriod (wait.PollImmediateUntil, whose
+// ticker starts after the first attempt) until renewDeadline has passed,
+// so renewDeadline/retryPeriod is the number of attempts it gets before it
+// gives up the lock and every controller of the component restarts.
+// client-go's own rule (renewDeadline > 1.2 × retryPeriod) leaves the
+// second attempt only 0.2 × retryPeriod: a first attempt slower than that
+// (a kube-apiserver restart, a slow etcd) and the leader has no second
+// one. With 2, a first attempt may take a whole retryPeriod and a second
+// still starts before the deadline. Not more: Fleet's own defaults
+// 30s/25s/10s (its chart since v0.10, hardcoded in v0.12 agents, and this
+// project's defaults) leave 2.5 attempts, and 3 would refuse them;
+// wrangler's 45s/30s/2s leave 15. Beyond two, more attempts cost traffic or
+// failover time, which is the users' trade-off to make.
+const MinRenewAttempts = 2
+
+// Floor returns the smallest value field f has in any valid triple: 1s
+// for retryPeriod (MinRetryPeriod), 2s for renewDeadline (MinRenewAttempts
+// × MinRetryPeriod), 3s for leaseDuration (above renewDeadline, in whole
+// seconds). The smallest valid triple is 3s/2s/1s.
+func Floor(f Field) time.Duration {
+	renew := MinRenewAttempts * MinRetryPeriod
+	switch f {
+	case RetryPeriod:
+		return MinRetryPeriod
+	case RenewDeadline:
+		return renew
+	case LeaseDuration:
+		return renew.Truncate(time.Second) + time.Second
+	}
+	panic(fmt.Sprintf("election: unknown field %q", string(f)))
+}
+
 // Rule identifies one validation rule. Its value is stable and suitable for
 // metrics labels and Event reasons.
 type Rule string
@@ -42,6 +90,14 @@ const (
 	// lock record would store 0 seconds. This project's rule; checked only
 	// when leaseDuration is positive (else RulePositive already applies).
 	RuleLeaseAtLeastOneSecond Rule = "LeaseDurationAtLeastOneSecond"
+	// RuleRetryAtLeastMin: retryPeriod must be at least MinRetryPeriod
+	// (1s). This project's rule; checked only when retryPeriod is positive.
+	RuleRetryAtLeastMin Rule = "RetryPeriodAtLeastOneSecond"
+	// RuleRenewAllowsTwoAttempts: renewDeadline must be at least
+	// MinRenewAttempts (2) × retryPeriod, so the leader gets a second
+	// renewal attempt. This project's rule; checked only when both are
+	// positive (else RulePositive already applies).
+	RuleRenewAllowsTwoAttempts Rule = "RenewDeadlineAllowsTwoAttempts"
 	// RuleAtMostMax: every field must be at most MaxDuration (1h). This
 	// project's rule.
 	RuleAtMostMax Rule = "AtMostOneHour"
@@ -107,7 +163,8 @@ func (e *ValidationError) Has(r Rule) bool {
 // leaderelection.NewLeaderElector (every field > 0; leaseDuration >
 // renewDeadline; renewDeadline > JitterFactor × retryPeriod) and this
 // project's own (leaseDuration a whole number of seconds and at least 1s;
-// every field at most MaxDuration). It returns nil, or a *ValidationError
+// retryPeriod at least MinRetryPeriod; renewDeadline at least
+// MinRenewAttempts × retryPeriod; every field at most MaxDuration). It returns nil, or a *ValidationError
 // listing every rule broken. Whatever Validate accepts, NewLeaderElector
 // accepts too.
 func (t Timings) Validate() error {
@@ -143,6 +200,20 @@ func (t Timings) Validate() error {
 	}
 	if t.LeaseDuration%time.Second != 0 {
 		add(RuleLeaseWholeSeconds, fmt.Sprintf("%s %s must be a whole number of seconds", LeaseDuration, f(t.LeaseDuration)), LeaseDuration)
+	}
+	if t.RetryPeriod > 0 && t.RetryPeriod < MinRetryPeriod {
+		add(RuleRetryAtLeastMin, fmt.Sprintf("%s %s must be at least %s", RetryPeriod, f(t.RetryPeriod), f(MinRetryPeriod)), RetryPeriod)
+	}
+	if t.RenewDeadline > 0 && t.RetryPeriod > 0 {
+		// renew ≥ n × retry, without overflow: ⌊renew/n⌋ ≥ retry.
+		if t.RenewDeadline/MinRenewAttempts < t.RetryPeriod {
+			shown := "more than " + f(math.MaxInt64)
+			if t.RetryPeriod <= math.MaxInt64/MinRenewAttempts {
+				shown = f(MinRenewAttempts * t.RetryPeriod)
+			}
+			add(RuleRenewAllowsTwoAttempts, fmt.Sprintf("%s %s must be at least %d × %s %s = %s, so the leader gets a second renewal attempt",
+				RenewDeadline, f(t.RenewDeadline), MinRenewAttempts, RetryPeriod, f(t.RetryPeriod), shown), RenewDeadline, RetryPeriod)
+		}
 	}
 	for _, fl := range Fields {
 		if d := t.Get(fl); d > MaxDuration {

@@ -116,6 +116,9 @@ func CheckChange(v View, name, value string) error {
 	case curErr == nil:
 		if isV {
 			ce.Hint = orderHint(v, byName, d, cur, own)
+			if ce.Hint == "" {
+				ce.Hint = floorHint(d.Field, own, err.Error())
+			}
 		}
 	case errors.As(curErr, &curV):
 		if isV && subset(newV, curV) {
@@ -135,9 +138,11 @@ func CheckChange(v View, name, value string) error {
 }
 
 // ownRules says which of the rules a single value must meet whatever the
-// other two it breaks (nil: none): greater than 0, at most MaxDuration,
-// and for a lease whole seconds and at least 1s. The wording is
-// election.Timings.Validate's.
+// other two it breaks (nil: none): greater than 0, at most MaxDuration, at
+// least its floor (election.Floor: retryPeriod 1s, renewDeadline 2s,
+// leaseDuration 3s, as no valid triple has less), and for a lease whole
+// seconds. The wording is election.Timings.Validate's where Validate has
+// the rule; a floor that follows from two rules says which.
 func ownRules(f election.Field, d time.Duration) error {
 	fd := election.FormatDuration
 	var errs []error
@@ -147,13 +152,42 @@ func ownRules(f election.Field, d time.Duration) error {
 	if d > election.MaxDuration {
 		errs = append(errs, fmt.Errorf("%s %s must be at most %s", f, fd(d), fd(election.MaxDuration)))
 	}
-	if f == election.LeaseDuration && d > 0 && d < time.Second {
-		errs = append(errs, fmt.Errorf("%s %s must be at least 1s", f, fd(d)))
+	if floor := election.Floor(f); d > 0 && d < floor {
+		switch f {
+		case election.RetryPeriod:
+			errs = append(errs, fmt.Errorf("%s %s must be at least %s", f, fd(d), fd(floor)))
+		case election.RenewDeadline:
+			errs = append(errs, fmt.Errorf("%s %s must be at least %s (%d × the shortest %s, %s)",
+				f, fd(d), fd(floor), election.MinRenewAttempts, election.RetryPeriod, fd(election.MinRetryPeriod)))
+		case election.LeaseDuration:
+			errs = append(errs, fmt.Errorf("%s %s must be at least %s (above the shortest %s, %s, in whole seconds)",
+				f, fd(d), fd(floor), election.RenewDeadline, fd(election.Floor(election.RenewDeadline))))
+		}
 	}
 	if f == election.LeaseDuration && d%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("%s %s must be a whole number of seconds", f, fd(d)))
 	}
 	return errors.Join(errs...)
+}
+
+// floorHint says, when no order of edits helps because the value itself
+// is below its floor, which floor that is (the parts the refusal in msg
+// does not already say), so the user is not left to try other orders.
+func floorHint(f election.Field, d time.Duration, msg string) string {
+	bad := ownRules(f, d)
+	if bad == nil {
+		return ""
+	}
+	var parts []string
+	for _, line := range strings.Split(bad.Error(), "\n") {
+		if !strings.Contains(msg, line) {
+			parts = append(parts, line)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "No order of edits helps: " + strings.Join(parts, "; ")
 }
 
 // subset reports whether every violation of a is also one of b (by rule and fields).
@@ -174,9 +208,10 @@ func subset(a, b *election.ValidationError) bool {
 
 // orderHint looks for edits of the other two settings after which d can
 // take want, each step leaving a valid triple, and says them. It says
-// nothing when no order helps (the value breaks a rule of its own, or the
-// upper bound leaves no room), and names the env var when a setting that
-// must move is set by env.
+// nothing when no order helps (the value breaks a rule of its own, such as
+// a floor, or the upper bound leaves no room: floorHint then says which
+// floor, if one is why), and names the env var when a setting that must
+// move is set by env.
 func orderHint(v View, byName map[string]*v3.Setting, d Definition, cur election.Timings, want time.Duration) string {
 	target := fitAround(cur, d.Field, want)
 	if target.Validate() != nil {
@@ -216,28 +251,34 @@ func orderHint(v View, byName map[string]*v3.Setting, d Definition, cur election
 }
 
 // fitAround returns cur with field f set to want and the other two moved,
-// as little as the rules need, to round values.
+// as little as the rules need, to round values: renewDeadline at least
+// election.MinRenewAttempts retry periods (which also exceeds client-go's
+// 1.2), leaseDuration above renewDeadline. A retry period it lowers stays
+// at or above the 1s floor whenever the renew deadline allows a valid
+// triple at all (renewDeadline ≥ 2s); otherwise the result is invalid and
+// orderHint gives no order.
 func fitAround(cur election.Timings, f election.Field, want time.Duration) election.Timings {
 	t := cur.With(f, want)
-	jitter := func(d time.Duration) time.Duration { return time.Duration(election.JitterFactor * float64(d)) }
+	const n = election.MinRenewAttempts
+	tooShort := func(renew, retry time.Duration) bool { return renew/n < retry } // renew < n × retry, without overflow
 	switch f {
 	case election.LeaseDuration:
 		if t.RenewDeadline >= t.LeaseDuration {
 			t.RenewDeadline = roundDown(t.LeaseDuration * 5 / 6)
 		}
-		if t.RenewDeadline <= jitter(t.RetryPeriod) {
-			t.RetryPeriod = roundDown(time.Duration(float64(t.RenewDeadline) / election.JitterFactor * 0.9))
+		if tooShort(t.RenewDeadline, t.RetryPeriod) {
+			t.RetryPeriod = roundDown(t.RenewDeadline / n)
 		}
 	case election.RenewDeadline:
-		if t.RenewDeadline <= jitter(t.RetryPeriod) {
-			t.RetryPeriod = roundDown(time.Duration(float64(t.RenewDeadline) / election.JitterFactor * 0.9))
+		if tooShort(t.RenewDeadline, t.RetryPeriod) {
+			t.RetryPeriod = roundDown(t.RenewDeadline / n)
 		}
 		if t.LeaseDuration <= t.RenewDeadline {
 			t.LeaseDuration = leaseAbove(t.RenewDeadline)
 		}
 	case election.RetryPeriod:
-		if t.RenewDeadline <= jitter(t.RetryPeriod) {
-			t.RenewDeadline = ceilSeconds(jitter(t.RetryPeriod) + time.Second)
+		if tooShort(t.RenewDeadline, t.RetryPeriod) && t.RetryPeriod <= election.MaxDuration {
+			t.RenewDeadline = ceilSeconds(n * t.RetryPeriod)
 		}
 		if t.LeaseDuration <= t.RenewDeadline {
 			t.LeaseDuration = leaseAbove(t.RenewDeadline)

@@ -33,8 +33,15 @@ var invalid = []struct{ name, setting, value, part string }{
 	{"sub-second lease", lease, "900ms", "leaseDuration 900ms must be at least 1s"},
 	{"fractional lease", lease, "30.5s", "whole number of seconds"},
 	{"over the upper bound", retry, "2h", "retryPeriod 2h0m0s must be at most 1h0m0s"},
-	{"order: retry above renew", retry, "30s", "An order that works: set fleet-leader-election-lease-duration to 45s, then fleet-leader-election-renew-deadline to 37s, then this value"},
-	{"order: lease below renew", lease, "20s", "An order that works: set fleet-leader-election-renew-deadline to 16s, then this value"},
+	{"order: retry above renew", retry, "30s", "An order that works: set fleet-leader-election-lease-duration to 1m12s, then fleet-leader-election-renew-deadline to 1m0s, then this value"},
+	{"order: lease below renew", lease, "20s", "An order that works: set fleet-leader-election-retry-period to 8s, then fleet-leader-election-renew-deadline to 16s, then this value"},
+	// The floor: retryPeriod at least 1s, renewDeadline at least 2 × retryPeriod.
+	{"retry below the floor", retry, "999ms", "retryPeriod 999ms must be at least 1s"},
+	{"10ms typed for 10s", retry, "10ms", "retryPeriod 10ms must be at least 1s"},
+	{"1ns", retry, "1ns", "retryPeriod 1ns must be at least 1s"},
+	{"renew below two retry periods", renew, "19s", "renewDeadline 19s must be at least 2 × retryPeriod 10s = 20s, so the leader gets a second renewal attempt. An order that works: set fleet-leader-election-retry-period to 9s, then this value"},
+	{"renew below its floor", renew, "1.5s", "No order of edits helps: renewDeadline 1.5s must be at least 2s (2 × the shortest retryPeriod, 1s)"},
+	{"lease below its floor", lease, "2s", "No order of edits helps: leaseDuration 2s must be at least 3s"},
 }
 
 func TestDirectWritesAreRefusedAtTheDoor(t *testing.T) {
@@ -60,7 +67,7 @@ func TestDirectWritesAreRefusedAtTheDoor(t *testing.T) {
 		}
 	}
 	err := patchValue(lease, "30s")
-	if err == nil || !strings.Contains(err.Error(), "An order that works: set fleet-leader-election-renew-deadline to 25s, then this value") {
+	if err == nil || !strings.Contains(err.Error(), "An order that works: set fleet-leader-election-retry-period to 12s, then fleet-leader-election-renew-deadline to 25s, then this value") {
 		t.Errorf("wrong order: %v", err)
 	}
 	// An empty value is checked as its default: 30s with renew 50s is invalid.
@@ -224,5 +231,105 @@ func TestReplicasShareOneCertificate(t *testing.T) {
 	a, b := <-out, <-out
 	if a.err != nil || b.err != nil || string(a.ca) != string(b.ca) || len(a.ca) == 0 {
 		t.Errorf("two replicas got different CAs: %v %v", a.err, b.err)
+	}
+}
+
+// TestFloorAtTheDoor: both sides of the floor (retryPeriod ≥ 1s,
+// renewDeadline ≥ 2 × retryPeriod) through kubectl's path (the webhook),
+// the /v3 API and an override annotation; the hinted order down to the
+// smallest triple, 3s/2s/1s, is followable.
+func TestFloorAtTheDoor(t *testing.T) {
+	s := startServer(t, nil)
+	// kubectl (the webhook), from 30s/25s/10s.
+	if err := patchValue(retry, "999ms"); err == nil || !strings.Contains(err.Error(), "retryPeriod 999ms must be at least 1s") {
+		t.Errorf("retry 999ms: %v", err)
+	}
+	if err := patchValue(retry, "1s"); err != nil {
+		t.Errorf("retry 1s, the floor, refused: %v", err)
+	}
+	if err := patchValue(retry, "10s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := patchValue(renew, "19.999s"); err == nil || !strings.Contains(err.Error(), "renewDeadline 19.999s must be at least 2 × retryPeriod 10s = 20s") {
+		t.Errorf("renew 19.999s: %v", err)
+	}
+	if err := patchValue(renew, "20s"); err != nil {
+		t.Errorf("renew exactly 2 × retry refused: %v", err)
+	}
+	// The order the message gives down to the smallest triple works.
+	err := patchValue(lease, "3s")
+	want := "An order that works: set fleet-leader-election-retry-period to 1s, then fleet-leader-election-renew-deadline to 2s, then this value"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("lease 3s from 30s/20s/10s: %v; want %q", err, want)
+	}
+	for _, step := range []struct{ name, value string }{{retry, "1s"}, {renew, "2s"}, {lease, "3s"}} {
+		if err := patchValue(step.name, step.value); err != nil {
+			t.Fatalf("hinted step %s=%s refused: %v", step.name, step.value, err)
+		}
+	}
+	for _, bad := range []struct{ name, value, part string }{
+		{retry, "999ms", "retryPeriod 999ms must be at least 1s"},
+		{renew, "1.999s", "renewDeadline 1.999s must be at least 2s"},
+		{lease, "2s", "leaseDuration 2s must exceed renewDeadline 2s"},
+	} {
+		if err := patchValue(bad.name, bad.value); err == nil || !strings.Contains(err.Error(), bad.part) {
+			t.Errorf("%s=%s at 3s/2s/1s: %v; want %q", bad.name, bad.value, err, bad.part)
+		}
+	}
+	for _, step := range []struct{ name, value string }{{lease, ""}, {renew, ""}, {retry, ""}} {
+		if err := patchValue(step.name, step.value); err != nil {
+			t.Fatalf("back to the defaults, %s: %v", step.name, err)
+		}
+	}
+
+	// The /v3 API.
+	editor := token(t, s.ns, "editor", "get", "list", "patch")
+	code, body := call(t, s, http.MethodPut, "/v3/settings/"+retry, editor, `{"value":"999ms"}`)
+	if code != http.StatusUnprocessableEntity || !strings.Contains(fmt.Sprint(body["message"]), "retryPeriod 999ms must be at least 1s") {
+		t.Errorf("PUT retry 999ms: %d %v", code, body)
+	}
+	code, body = call(t, s, http.MethodPut, "/v3/settings/"+renew, editor, `{"value":"19s"}`)
+	if code != http.StatusUnprocessableEntity || !strings.Contains(fmt.Sprint(body["message"]), "renewDeadline 19s must be at least 2 × retryPeriod 10s = 20s") {
+		t.Errorf("PUT renew 19s: %d %v", code, body)
+	}
+	if code, body = call(t, s, http.MethodPut, "/v3/settings/"+retry, editor, `{"value":"1s"}`); code != http.StatusOK || body["value"] != "1s" {
+		t.Errorf("PUT retry 1s: %d %v", code, body)
+	}
+	eventually(t, "retry 1s in effect", func() bool {
+		cm, err := cp.Client.CoreV1().ConfigMaps(s.ns).Get(context.Background(), "leasetune-state", metav1.GetOptions{})
+		return err == nil && strings.Contains(cm.Data["effective"], `"fleet-controller":{"leaseDuration":"30s","renewDeadline":"25s","retryPeriod":"1s"}`)
+	})
+	if code, body = call(t, s, http.MethodPut, "/v3/settings/"+retry, editor, `{"value":""}`); code != http.StatusOK {
+		t.Errorf("PUT retry back to the default: %d %v", code, body)
+	}
+
+	// An override annotation, against the global agent triple 30s/25s/10s.
+	ns := cp.Namespace(t)
+	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster", "spec": map[string]interface{}{}}}
+	fc.SetNamespace(ns)
+	fc.SetName("edge")
+	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
+	if _, err := r.Create(context.Background(), fc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	annotate := func(key, v string) error {
+		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{key: v}}})
+		_, err := r.Patch(context.Background(), "edge", types.MergePatchType, body, metav1.PatchOptions{})
+		return err
+	}
+	if err := annotate(agentenv.RetryPeriodAnnotation, "999ms"); err == nil || !strings.Contains(err.Error(), "retryPeriod 999ms must be at least 1s") {
+		t.Errorf("override retry 999ms: %v", err)
+	}
+	if err := annotate(agentenv.RetryPeriodAnnotation, "1s"); err != nil {
+		t.Errorf("override retry 1s refused: %v", err)
+	}
+	if err := annotate(agentenv.RetryPeriodAnnotation, "10s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := annotate(agentenv.RenewDeadlineAnnotation, "19s"); err == nil || !strings.Contains(err.Error(), "renewDeadline 19s must be at least 2 × retryPeriod 10s = 20s") {
+		t.Errorf("override renew 19s: %v", err)
+	}
+	if err := annotate(agentenv.RenewDeadlineAnnotation, "20s"); err != nil {
+		t.Errorf("override renew 20s refused: %v", err)
 	}
 }

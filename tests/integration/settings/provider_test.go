@@ -172,6 +172,9 @@ func TestInvalidValuesAreRefused(t *testing.T) {
 		{"retry above renew", retry, "30s", []string{"renewDeadline 25s must exceed 1.2 × retryPeriod 30s = 36s"}},
 		{"renew equal to lease", renew, "30s", []string{"leaseDuration 30s must exceed renewDeadline 30s"}},
 		{"over the upper bound", lease, "2h", []string{"leaseDuration 2h0m0s must be at most 1h0m0s"}},
+		{"retry below the floor", retry, "999ms", []string{"retryPeriod 999ms must be at least 1s"}},
+		{"10ms typed for 10s", retry, "10ms", []string{"retryPeriod 10ms must be at least 1s"}},
+		{"renew below two retry periods", renew, "19.999s", []string{"renewDeadline 19.999s must be at least 2 × retryPeriod 10s = 20s, so the leader gets a second renewal attempt"}},
 		{"leading space", retry, " 10s", []string{`retryPeriod " 10s" is not a duration: leading or trailing white space`}},
 		{"trailing space", retry, "5s ", []string{`retryPeriod "5s " is not a duration: leading or trailing white space`}},
 	}
@@ -304,6 +307,8 @@ func TestSetWritesOnlyValueAndValidates(t *testing.T) {
 		{retry, "30s", "renewDeadline 25s must exceed 1.2 × retryPeriod 30s = 36s"},
 		{retry, "ten", `retryPeriod "ten" is not a duration`},
 		{"no-such-setting", "1s", `unknown setting "no-such-setting"`},
+		{retry, "999ms", "retryPeriod 999ms must be at least 1s"},
+		{renew, "19s", "renewDeadline 19s must be at least 2 × retryPeriod 10s = 20s"},
 	} {
 		if err := r.Set(ctx, bad.name, bad.value); err == nil || !strings.Contains(err.Error(), bad.part) {
 			t.Errorf("Set(%s, %q) = %v, want error containing %q", bad.name, bad.value, err, bad.part)
@@ -325,4 +330,74 @@ func TestSetWritesOnlyValueAndValidates(t *testing.T) {
 	if got := getSetting(t, retry); got.Labels["cattle.io/creator"] != "norman" || got.Value != "5s" {
 		t.Errorf("after Set: labels %v value %q", got.Labels, got.Value)
 	}
+}
+
+// TestFloorOnEveryEntry: both sides of the floor (retryPeriod ≥ 1s,
+// renewDeadline ≥ 2 × retryPeriod) through a direct write (the Provider
+// refuses it with an Event), Provider.Set and the env overrides.
+func TestFloorOnEveryEntry(t *testing.T) {
+	resetSettings(t)
+	ns := cp.Namespace(t)
+	r := startProvider(t, ns, nil)
+	ctx := context.Background()
+	good := election.FleetDefaults
+
+	// A direct write below the floor is refused; the floor itself takes effect.
+	clearEvents(t)
+	setValue(t, retry, "999ms")
+	waitEvent(t, retry, settings.ReasonRefused, "retryPeriod 999ms must be at least 1s", "still in effect: "+good.String())
+	if !r.effectiveIs(settings.FleetController, good) {
+		t.Error("retry 999ms took effect")
+	}
+	setValue(t, retry, "1s")
+	eventually(t, "retry 1s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "1s")) })
+	setValue(t, retry, "")
+	eventually(t, "defaults again", func() bool { return r.effectiveIs(settings.FleetController, good) })
+	clearEvents(t)
+	setValue(t, renew, "19.999s")
+	waitEvent(t, renew, settings.ReasonRefused, "renewDeadline 19.999s must be at least 2 × retryPeriod 10s = 20s")
+	setValue(t, renew, "20s")
+	eventually(t, "renew 20s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "20s", "10s")) })
+	setValue(t, renew, "")
+	eventually(t, "defaults again", func() bool { return r.effectiveIs(settings.FleetController, good) })
+
+	// Provider.Set.
+	if err := r.Set(ctx, retry, "999ms"); err == nil || !strings.Contains(err.Error(), "retryPeriod 999ms must be at least 1s") {
+		t.Errorf("Set retry 999ms: %v", err)
+	}
+	if err := r.Set(ctx, retry, "1s"); err != nil {
+		t.Errorf("Set retry 1s refused: %v", err)
+	}
+	eventually(t, "retry 1s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "1s")) })
+	if err := r.Set(ctx, retry, ""); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "defaults again", func() bool { return r.effectiveIs(settings.FleetController, good) })
+	r.assertNotifiedValid(t)
+	r.stop()
+
+	// The env overrides: below the floor refused (the last good triple
+	// stays, the Event names the floor), the floor itself in effect.
+	d, _ := settings.Lookup(retry)
+	clearEvents(t)
+	r2 := startProvider(t, ns, map[string]string{d.EnvVar(): "999ms"})
+	waitEvent(t, retry, settings.ReasonRefused, "retryPeriod 999ms must be at least 1s", "still in effect: "+good.String())
+	if !r2.effectiveIs(settings.FleetController, good) {
+		got, _ := r2.Effective(settings.FleetController)
+		t.Errorf("env retry 999ms: effective %s, want %s", got, good)
+	}
+	r2.assertNotifiedValid(t)
+	r2.stop()
+	ad, _ := settings.Lookup("fleet-agent-leader-election-renew-deadline")
+	clearEvents(t)
+	r3 := startProvider(t, ns, map[string]string{ad.EnvVar(): "19s"})
+	waitEvent(t, ad.Name, settings.ReasonRefused, "renewDeadline 19s must be at least 2 × retryPeriod 10s = 20s")
+	if !r3.effectiveIs(settings.FleetAgent, good) {
+		t.Error("env agent renew 19s took effect")
+	}
+	r3.stop()
+	r4 := startProvider(t, ns, map[string]string{d.EnvVar(): "1s", ad.EnvVar(): "20s"})
+	eventually(t, "env retry 1s in effect", func() bool { return r4.effectiveIs(settings.FleetController, tm("30s", "25s", "1s")) })
+	eventually(t, "env agent renew 20s in effect", func() bool { return r4.effectiveIs(settings.FleetAgent, tm("30s", "20s", "10s")) })
+	r4.assertNotifiedValid(t)
 }
