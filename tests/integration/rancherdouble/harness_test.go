@@ -265,3 +265,18 @@ func (h *harness) createSetting(name, value string) {
 		h.t.Fatalf("create setting %s: %v", name, err)
 	}
 }
+
+// ann and labels are nil-safe.
+func ann(u *unstructured.Unstructured) map[string]string {
+	if u == nil {
+		return nil
+	}
+	return u.GetAnnotations()
+}
+
+func labels(u *unstructured.Unstructured) map[string]string {
+	if u == nil {
+		return nil
+	}
+	return u.GetLabels()
+}
