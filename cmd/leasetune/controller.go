@@ -14,6 +14,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/rancher"
 )
 
 // kubeFlags are the flags every command that talks to a cluster shares.
@@ -82,6 +83,7 @@ func newControllerCommand() *cobra.Command {
 		kf                  kubeFlags
 		cfg                 manager.Config
 		channel             string
+		rancherVersion      string
 		logFormat, logLevel string
 		noLeaderElection    bool
 		serviceAccount      string
@@ -100,6 +102,9 @@ it exits 0.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logFormat, logLevel)
 			if err != nil {
+				return err
+			}
+			if cfg.RancherVersion, err = parseRancherVersion(rancherVersion); err != nil {
 				return err
 			}
 			if channel != "auto" {
@@ -139,7 +144,9 @@ it exits 0.`,
 	f.StringVar(&cfg.Namespace, "namespace", defaultNamespace(), "the project's namespace: its Lease and state ConfigMaps ($POD_NAMESPACE when set)")
 	f.StringVar(&cfg.FleetNamespace, "fleet-namespace", fleet.DefaultNamespace, "the Fleet system namespace")
 	f.StringVar(&cfg.RancherNamespace, "rancher-namespace", "cattle-system", "the namespace of Rancher's rancher-config ConfigMap")
-	f.StringVar(&channel, "fleet-agent-channel", "auto", "how fleet-agents get their timings: auto (detect), agentmanagement (Fleet v0.13+), cluster-env-v0.12, cluster-env-v0.9, none (v0.10-v0.11)")
+	f.StringVar(&channel, "fleet-agent-channel", "auto", "how fleet-agents get their timings: auto (detect), agentmanagement (Fleet v0.13+), fixed-v0.12, cluster-env-v0.9 (v0.9.1+), fixed-v0.9.0, none (v0.10-v0.11)")
+	f.StringVar(&cfg.RancherDeployment, "rancher-deployment", rancher.DefaultDeployment, "the Rancher Deployment in --rancher-namespace, whose image tag tells the Rancher version")
+	f.StringVar(&rancherVersion, "rancher-version", "auto", "the Rancher version (vX.Y.Z), instead of reading it from the Rancher Deployment's image: it decides which cluster object is the source of an imported cluster's agent env")
 	f.BoolVar(&cfg.InstallCRDs, "install-crds", true, "create the Setting CRD when it is missing (never replaces Rancher's)")
 	f.IntVar(&cfg.Workers, "workers", 4, "concurrent cluster syncs")
 	f.Float64Var(&cfg.AgentRolloutPerMinute, "agent-rollout-per-minute", 0, "at most this many cluster agent-env writes a minute, to spread agent restarts (0: unpaced)")
@@ -156,4 +163,16 @@ it exits 0.`,
 	f.StringVar(&logFormat, "log-format", "json", "json or text")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
+}
+
+// parseRancherVersion reads --rancher-version: "auto" (detect) or vX.Y.Z.
+func parseRancherVersion(s string) (rancher.Version, error) {
+	if s == "auto" || s == "" {
+		return rancher.Version{}, nil
+	}
+	v, ok := rancher.Parse(s)
+	if !ok {
+		return v, &usageError{fmt.Errorf("--rancher-version %q: want auto or a release version such as v2.11.3", s)}
+	}
+	return v, nil
 }

@@ -10,13 +10,15 @@ import (
 
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/plan"
+	"leasetune.io/leasetune/pkg/rancher"
 )
 
 // planFlags are the flags plan and cleanup share with controller.
 type planFlags struct {
-	kf      kubeFlags
-	opts    plan.Options
-	channel string
+	kf             kubeFlags
+	opts           plan.Options
+	channel        string
+	rancherVersion string
 }
 
 func (p *planFlags) add(cmd *cobra.Command) {
@@ -26,9 +28,15 @@ func (p *planFlags) add(cmd *cobra.Command) {
 	f.StringVar(&p.opts.FleetNamespace, "fleet-namespace", fleet.DefaultNamespace, "the Fleet system namespace")
 	f.StringVar(&p.opts.RancherNamespace, "rancher-namespace", "cattle-system", "the namespace of rancher-config")
 	f.StringVar(&p.channel, "fleet-agent-channel", "auto", "as for controller")
+	f.StringVar(&p.opts.RancherDeployment, "rancher-deployment", rancher.DefaultDeployment, "as for controller")
+	f.StringVar(&p.rancherVersion, "rancher-version", "auto", "as for controller")
 }
 
 func (p *planFlags) clients() (kubernetes.Interface, dynamic.Interface, error) {
+	var err error
+	if p.opts.RancherVersion, err = parseRancherVersion(p.rancherVersion); err != nil {
+		return nil, nil, err
+	}
 	if p.channel != "auto" {
 		ch, err := fleet.ParseChannel(p.channel)
 		if err != nil {

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v4/value"
 
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/release"
 )
 
 // AgentChannel is the way downstream fleet-agents get their leader-election
@@ -139,7 +139,7 @@ func DetectChannel(d *appsv1.Deployment, ownManager string, recorded AgentChanne
 		}
 	}
 	if ctrl != nil {
-		if v, ok := releaseVersion(ctrl.Image); ok {
+		if v, ok := release.FromImage(ctrl.Image); ok {
 			return Detection{Channel: channelOfVersion(v), Evidence: "image " + ctrl.Image, Certain: true}
 		}
 	}
@@ -161,51 +161,18 @@ func DetectChannel(d *appsv1.Deployment, ownManager string, recorded AgentChanne
 	return Detection{Channel: ChannelClusterEnvV09, Evidence: "no election env set by the Fleet chart: Fleet v0.9 (v0.9.0 reads no env: give its image a release tag, or set the channel)", Certain: true}
 }
 
-func channelOfVersion(v version) AgentChannel {
+func channelOfVersion(v release.Version) AgentChannel {
 	switch {
-	case v.major > 0 || v.minor >= 13:
+	case v.Major > 0 || v.Minor >= 13:
 		return ChannelAgentManagement
-	case v.minor == 12:
+	case v.Minor == 12:
 		return ChannelFixedV012
-	case v.minor >= 10:
+	case v.Minor >= 10:
 		return ChannelNoElection
-	case v.minor == 9 && v.patch == 0:
+	case v.Minor == 9 && v.Patch == 0:
 		return ChannelFixedV090
 	}
 	return ChannelClusterEnvV09
-}
-
-// version is a release version vMAJOR.MINOR.PATCH.
-type version struct{ major, minor, patch int }
-
-// releaseVersion reads vMAJOR.MINOR.PATCH (with an optional suffix such as
-// -rc.1) from an image reference's tag.
-func releaseVersion(image string) (version, bool) {
-	if at := strings.Index(image, "@"); at >= 0 {
-		image = image[:at] // repo:tag@sha256:digest
-	}
-	i := strings.LastIndex(image, ":")
-	if i < 0 || strings.Contains(image[i:], "/") {
-		return version{}, false
-	}
-	tag := strings.TrimPrefix(image[i+1:], "v")
-	if tag == image[i+1:] {
-		return version{}, false
-	}
-	parts := strings.SplitN(tag, ".", 3)
-	if len(parts) != 3 {
-		return version{}, false
-	}
-	patch := parts[2]
-	if j := strings.IndexAny(patch, "-+"); j >= 0 {
-		patch = patch[:j]
-	}
-	var v version
-	var err1, err2, err3 error
-	v.major, err1 = strconv.Atoi(parts[0])
-	v.minor, err2 = strconv.Atoi(parts[1])
-	v.patch, err3 = strconv.Atoi(patch)
-	return v, err1 == nil && err2 == nil && err3 == nil
 }
 
 func hasAny(env []corev1.EnvVar, p election.EnvPrefix) bool {

@@ -10,26 +10,6 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 )
 
-func TestReleaseVersion(t *testing.T) {
-	cases := map[string][4]int{ // major, minor, patch, ok(1/0)
-		"rancher/fleet:v0.12.4":                                {0, 12, 4, 1},
-		"registry.example.com:5000/rancher/fleet:v0.13.0-rc.2": {0, 13, 0, 1},
-		"rancher/fleet:v1.0.0":                                 {1, 0, 0, 1},
-		"rancher/fleet:v0.9.0@sha256:abc":                      {0, 9, 0, 1},
-		"rancher/fleet:dev":                                    {0, 0, 0, 0},
-		"rancher/fleet:0.12.4":                                 {0, 0, 0, 0},
-		"registry.example.com:5000/rancher/fleet":              {0, 0, 0, 0},
-		"rancher/fleet@sha256:abc":                             {0, 0, 0, 0},
-		"rancher/fleet:v0.12":                                  {0, 0, 0, 0},
-	}
-	for image, want := range cases {
-		v, ok := releaseVersion(image)
-		if ok != (want[3] == 1) || (ok && (v != version{want[0], want[1], want[2]})) {
-			t.Errorf("releaseVersion(%q) = %+v, %v; want %v", image, v, ok, want)
-		}
-	}
-}
-
 func TestDetectChannelByImage(t *testing.T) {
 	for image, want := range map[string]AgentChannel{
 		"rancher/fleet:v0.9.0":   ChannelFixedV090,

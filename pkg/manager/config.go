@@ -9,6 +9,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 )
 
 // Config is everything Run needs besides the REST config.
@@ -20,6 +21,11 @@ type Config struct {
 	FleetNamespace string
 	// RancherNamespace holds rancher-config (cattle-system).
 	RancherNamespace string
+	// RancherDeployment names the Rancher Deployment in RancherNamespace,
+	// whose image tells the Rancher version; RancherVersion, when known,
+	// replaces that detection.
+	RancherDeployment string
+	RancherVersion    rancher.Version
 	// ChannelOverride replaces the Fleet agent channel detection when set.
 	ChannelOverride fleet.AgentChannel
 	// InstallCRDs creates the Setting CRD when it is missing.

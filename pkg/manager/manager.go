@@ -248,6 +248,7 @@ func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface
 	log.Info("agentenv starting", "rancher", rancher)
 	ac := agentenv.New(agentenv.Options{
 		Client: dynamic.NewForConfigOrDie(rc), Rancher: rancher, Triples: provider, Channels: fs,
+		RancherNamespace: cfg.RancherNamespace, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
 		Recorder: recorder, Log: log, Workers: cfg.Workers, ClustersPerMinute: cfg.AgentRolloutPerMinute,
 	})
 	return ac.Run(ctx)

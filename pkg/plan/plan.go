@@ -25,6 +25,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -32,6 +33,10 @@ import (
 type Options struct {
 	Namespace, FleetNamespace, RancherNamespace string
 	ChannelOverride                             fleet.AgentChannel
+	// RancherDeployment names the Rancher Deployment (default rancher);
+	// RancherVersion, when known, replaces reading its image.
+	RancherDeployment string
+	RancherVersion    rancher.Version
 }
 
 // Change is one field a write would change.
@@ -48,9 +53,11 @@ type Change struct {
 
 // Report is the outcome of Compute.
 type Report struct {
-	Triples   map[settings.Component]settings.ComponentStatus
-	Channel   fleet.AgentChannel
-	Evidence  string
+	Triples  map[settings.Component]settings.ComponentStatus
+	Channel  fleet.AgentChannel
+	Evidence string
+	// Rancher is the Rancher version the routing followed.
+	Rancher   rancher.Version
 	Changes   []Change
 	LeftAlone []string
 	// objects are every cluster object of the three kinds; targets the
@@ -137,7 +144,17 @@ func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 				Restarts: "nothing now; Rancher's next Fleet chart upgrade keeps these values"})
 		}
 	}
-	// Downstream clusters.
+	// Downstream clusters, routed for the Rancher version.
+	r.Rancher = opts.RancherVersion
+	if !r.Rancher.Known {
+		name := opts.RancherDeployment
+		if name == "" {
+			name = rancher.DefaultDeployment
+		}
+		if d, err := cs.AppsV1().Deployments(opts.RancherNamespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			r.Rancher, _ = rancher.Detect(d)
+		}
+	}
 	if err := r.planClusters(ctx, dyn, agent); err != nil {
 		return nil, err
 	}
@@ -185,7 +202,7 @@ func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent 
 	for i := range fcs {
 		fc := &fcs[i]
 		name := fc.GetLabels()[agentenv.MgmtNameLabel]
-		rt, err := agentenv.Route(fc, provBy[name], mgmtBy[name])
+		rt, err := agentenv.Route(fc, provBy[name], mgmtBy[name], r.Rancher)
 		if err != nil {
 			r.LeftAlone = append(r.LeftAlone, err.Error())
 			continue

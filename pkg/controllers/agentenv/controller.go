@@ -9,10 +9,13 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -24,6 +27,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -44,6 +48,12 @@ type Options struct {
 	// exist (a Rancher installation); without them only fleet Clusters are
 	// read and written.
 	Rancher bool
+	// RancherNamespace and RancherDeployment name the Rancher Deployment,
+	// whose image tells the Rancher version (pkg/rancher); defaults
+	// cattle-system/rancher. RancherVersion, when set (vX.Y.Z), is used
+	// instead of detection.
+	RancherNamespace, RancherDeployment string
+	RancherVersion                      rancher.Version
 	// Triples gives the global agent triple; Channels the Fleet agent channel.
 	Triples  settings.Triples
 	Channels fleetsettings.Channels
@@ -68,8 +78,12 @@ type Controller struct {
 	fleet   cache.SharedIndexInformer
 	prov    cache.SharedIndexInformer
 	mgmt    cache.SharedIndexInformer
+	// rancherDep watches the Rancher Deployment (by name) for its version.
+	rancherFactory dynamicinformer.DynamicSharedInformerFactory
+	rancherDep     cache.SharedIndexInformer
 
 	mu       sync.Mutex
+	rancherV rancher.Version    // the Rancher version in effect
 	changeAt time.Time          // when the triples last changed, for the propagation metric
 	problems map[string]Problem // fleet Cluster key → why it is left alone
 	reported map[string]string  // fleet Cluster key → last problem message reported
@@ -117,6 +131,10 @@ func New(opts Options) *Controller {
 		_, _ = c.prov.AddEventHandler(c.relatedHandler(func(u *unstructured.Unstructured) string { return provClusterName(u) }))
 		c.mgmt = c.factory.ForResource(ManagementClusterGVR).Informer()
 		_, _ = c.mgmt.AddEventHandler(c.relatedHandler(func(u *unstructured.Unstructured) string { return u.GetName() }))
+		c.rancherV = opts.RancherVersion
+		if !opts.RancherVersion.Known {
+			c.watchRancherDeployment()
+		}
 	}
 	opts.Triples.OnChange(func() {
 		c.mu.Lock()
@@ -128,11 +146,65 @@ func New(opts Options) *Controller {
 	return c
 }
 
+// watchRancherDeployment watches the Rancher Deployment, by name, and
+// re-enqueues every cluster when the Rancher version it shows changes.
+func (c *Controller) watchRancherDeployment() {
+	ns, name := c.opts.RancherNamespace, c.opts.RancherDeployment
+	if ns == "" {
+		ns = rancher.DefaultNamespace
+	}
+	if name == "" {
+		name = rancher.DefaultDeployment
+	}
+	c.rancherFactory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.opts.Client, 0, ns, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	})
+	c.rancherDep = c.rancherFactory.ForResource(appsv1.SchemeGroupVersion.WithResource("deployments")).Informer()
+	update := func(obj interface{}) {
+		var v rancher.Version
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			var d appsv1.Deployment
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d) == nil {
+				v, _ = rancher.Detect(&d)
+			}
+		}
+		c.mu.Lock()
+		changed := v != c.rancherV
+		c.rancherV = v
+		c.mu.Unlock()
+		if changed {
+			c.log.Info("Rancher version", "version", v.String(), "known", v.Known)
+			c.EnqueueAll()
+		}
+	}
+	_, _ = c.rancherDep.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    update,
+		UpdateFunc: func(_, new interface{}) { update(new) },
+		DeleteFunc: func(interface{}) { update(nil) },
+	})
+}
+
+// RancherVersion is the Rancher version the routing follows.
+func (c *Controller) RancherVersion() rancher.Version {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rancherV
+}
+
 // Run starts the informers and workers and blocks until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
+	if c.rancherFactory != nil {
+		c.rancherFactory.Start(ctx.Done())
+		defer c.rancherFactory.Shutdown()
+		for gvr, ok := range c.rancherFactory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("cache of %s did not sync", gvr)
+			}
+		}
+	}
 	for gvr, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("cache of %s did not sync", gvr)
@@ -158,6 +230,9 @@ func (c *Controller) HasSynced() bool {
 	ok := c.fleet.HasSynced()
 	if c.prov != nil {
 		ok = ok && c.prov.HasSynced() && c.mgmt.HasSynced()
+	}
+	if c.rancherDep != nil {
+		ok = ok && c.rancherDep.HasSynced()
 	}
 	return ok
 }
@@ -320,7 +395,7 @@ func (c *Controller) route(fc *unstructured.Unstructured) (Routing, error) {
 			mgmt = o.(*unstructured.Unstructured)
 		}
 	}
-	return Route(fc, prov, mgmt)
+	return Route(fc, prov, mgmt, c.RancherVersion())
 }
 
 func (c *Controller) resource(r Ref) dynamic.ResourceInterface {

@@ -69,10 +69,10 @@ type Input struct {
 	// Global is the global agent triple; Channel the Fleet agent channel.
 	Global  election.Timings
 	Channel fleet.AgentChannel
-	// RancherManaged is true when Rancher also deploys this list to the
+	// ClusterAgentReads is true when Rancher also deploys this list to the
 	// cluster's cattle-cluster-agent, which renders no CATTLE_ELECTION_*
 	// and reads them (Rancher 2.8.3+, wrangler/v2 and later).
-	RancherManaged bool
+	ClusterAgentReads bool
 }
 
 // Decision is the outcome of Decide.
@@ -153,7 +153,7 @@ func Decide(in Input) Decision {
 		owned[name] = i
 	}
 	fleetReads := ch.ClusterEnvReachesAgent()
-	cattleReads := in.RancherManaged && !ch.RendersElectionEnv()
+	cattleReads := in.ClusterAgentReads && !ch.RendersElectionEnv()
 	var write bool // whether the three entries are wanted
 	var problem Problem
 	var perr error

@@ -15,7 +15,7 @@ func BenchmarkDecide(b *testing.B) {
 	vals, set := over("-", "-", "5s")
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		d := Decide(Input{Env: env, Record: rec6050, Overrides: vals, Set: set, Global: global, Channel: fleet.ChannelClusterEnvV09, RancherManaged: true})
+		d := Decide(Input{Env: env, Record: rec6050, Overrides: vals, Set: set, Global: global, Channel: fleet.ChannelClusterEnvV09, ClusterAgentReads: true})
 		if !d.Change {
 			b.Fatal("no change decided")
 		}

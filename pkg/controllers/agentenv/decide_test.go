@@ -9,6 +9,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 )
 
 func e(name, value string) map[string]interface{} {
@@ -135,7 +136,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := Decide(Input{Env: c.env, Record: c.rec, Overrides: c.vals, Set: c.set, Global: global, Channel: c.channel, RancherManaged: c.rancher})
+			d := Decide(Input{Env: c.env, Record: c.rec, Overrides: c.vals, Set: c.set, Global: global, Channel: c.channel, ClusterAgentReads: c.rancher})
 			if d.Problem != c.problem {
 				t.Fatalf("problem %q (%v), want %q", d.Problem, d.Err, c.problem)
 			}
@@ -188,6 +189,7 @@ func obj(gvrKind, ns, name string, labels map[string]string, fields map[string]i
 }
 
 func TestRoute(t *testing.T) {
+	rv, _ := rancher.Parse("v2.10.3")
 	standalone := obj("Cluster", "fleet-default", "edge-1", nil, nil)
 	managed := obj("Cluster", "fleet-default", "prod", map[string]string{MgmtNameLabel: "c-m-abcd1234"}, nil)
 	provRKE := obj("Cluster", "fleet-default", "prod", nil, map[string]interface{}{
@@ -200,31 +202,50 @@ func TestRoute(t *testing.T) {
 	local := obj("Cluster", "fleet-local", "local", map[string]string{MgmtNameLabel: "local"}, nil)
 	localMgmt := obj("Cluster", "", "local", nil, nil)
 
-	r, err := Route(standalone, nil, nil)
+	r, err := Route(standalone, nil, nil, rv)
 	if err != nil || r.Target != standalone || r.RancherManaged {
 		t.Errorf("standalone: %+v %v", r, err)
 	}
-	r, err = Route(managed, provRKE, mgmt)
+	r, err = Route(managed, provRKE, mgmt, rv)
 	if err != nil || r.Target != provRKE || !r.Provisioned || !r.RancherManaged || r.Legacy {
 		t.Errorf("provisioned: %+v %v", r, err)
 	}
-	r, err = Route(managed, provImported, mgmt)
+	r, err = Route(managed, provImported, mgmt, rv)
 	if err != nil || r.Target != provImported || r.Provisioned || !r.RancherManaged || r.Legacy {
 		t.Errorf("imported through the current UI: the provisioning Cluster is the source: %+v %v", r, err)
 	}
-	if _, err = Route(managed, nil, mgmt); err == nil {
+	if _, err = Route(managed, nil, mgmt, rv); err == nil {
 		t.Error("non-legacy without its provisioning Cluster: want an error (not routable yet)")
 	}
-	r, err = Route(legacyFleet, legacyProv, legacyMgmt)
+	r, err = Route(legacyFleet, legacyProv, legacyMgmt, rv)
 	if err != nil || r.Target != legacyMgmt || !r.Legacy {
 		t.Errorf("legacy: %+v %v", r, err)
 	}
-	r, err = Route(local, nil, localMgmt)
+	r, err = Route(local, nil, localMgmt, rv)
 	if err != nil || r.Target != localMgmt || !r.Legacy {
 		t.Errorf("local: %+v %v", r, err)
 	}
-	if _, err = Route(legacyFleet, legacyProv, nil); err == nil {
+	if _, err = Route(legacyFleet, legacyProv, nil, rv); err == nil {
 		t.Error("legacy without its management Cluster: want an error")
+	}
+
+	// Beside Rancher v2.11+, an imported cluster's management Cluster is its
+	// own source; a provisioned one keeps the provisioning Cluster.
+	rv211, _ := rancher.Parse("v2.11.3")
+	r, err = Route(managed, provImported, mgmt, rv211)
+	if err != nil || r.Target != mgmt || r.Legacy || !r.RancherManaged {
+		t.Errorf("imported beside v2.11: %+v %v", r, err)
+	}
+	r, err = Route(managed, provRKE, mgmt, rv211)
+	if err != nil || r.Target != provRKE {
+		t.Errorf("provisioned beside v2.11: %+v %v", r, err)
+	}
+	if r, _ := Route(managed, provImported, mgmt, rancher.Version{}); r.Target != provImported {
+		t.Errorf("unknown Rancher version: the provisioning Cluster (writing it cannot fight Rancher): %+v", r)
+	}
+	rv282, _ := rancher.Parse("v2.8.2")
+	if r, _ := Route(managed, provImported, mgmt, rv282); r.ClusterAgentReads {
+		t.Error("Rancher 2.8.2's cattle-cluster-agent reads no election env")
 	}
 
 	// Rancher's copies of overrides are not reported; a user's on an object
@@ -232,19 +253,19 @@ func TestRoute(t *testing.T) {
 	ann := map[string]string{RetryPeriodAnnotation: "5s"}
 	provImported.SetAnnotations(ann)
 	mgmt.SetAnnotations(ann) // Rancher's copy (createNewCluster copies all annotations)
-	if r, _ := Route(managed, provImported, mgmt); len(r.Ignored) != 0 {
+	if r, _ := Route(managed, provImported, mgmt, rv); len(r.Ignored) != 0 {
 		t.Errorf("Rancher's copy on the management Cluster reported as ignored: %v", r.Ignored)
 	}
 	managed.SetAnnotations(ann) // Rancher never copies election.cattle.io/* to a fleet Cluster
-	if r, _ := Route(managed, provImported, mgmt); len(r.Ignored) != 1 || r.Ignored[0] != managed {
+	if r, _ := Route(managed, provImported, mgmt, rv); len(r.Ignored) != 1 || r.Ignored[0] != managed {
 		t.Errorf("a user's override on the fleet Cluster: %v", r.Ignored)
 	}
 	legacyProv.SetAnnotations(ann)
-	if r, _ := Route(legacyFleet, legacyProv, legacyMgmt); len(r.Ignored) != 1 || r.Ignored[0] != legacyProv {
+	if r, _ := Route(legacyFleet, legacyProv, legacyMgmt, rv); len(r.Ignored) != 1 || r.Ignored[0] != legacyProv {
 		t.Errorf("a user's override on a legacy cluster's provisioning Cluster: %v", r.Ignored)
 	}
 	for name, want := range map[string]bool{"local": true, "c-abcde": true, "c-m-abcd1234": false, "c-abcdef": false, "c-ABCDE": false, "imported": false} {
-		if IsLegacyName(name) != want {
+		if rancher.IsLegacyName(name) != want {
 			t.Errorf("IsLegacyName(%q) = %v", name, !want)
 		}
 	}

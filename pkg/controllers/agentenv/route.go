@@ -2,11 +2,11 @@ package agentenv
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,24 +45,18 @@ type Routing struct {
 	RancherManaged bool
 	// Provisioned is true for RKE2/K3s clusters Rancher provisions.
 	Provisioned bool
-	// Legacy is true for Rancher clusters whose management Cluster is the
-	// source (mgmtNameRegexp).
+	// ClusterAgentReads is true when cattle-cluster-agent reads the
+	// CATTLE_ELECTION_* entries of this list
+	// (rancher.Version.ClusterAgentReadsElectionEnv).
+	ClusterAgentReads bool
+	// Legacy is true for legacy Rancher clusters (rancher.IsLegacyName),
+	// whose management Cluster is the source.
 	Legacy bool
 	// Ignored are other objects of this cluster that carry override
 	// annotations Rancher never copies there (so a user put them there):
 	// they do not apply.
 	Ignored []*unstructured.Unstructured
 }
-
-// mgmtNameRegexp is Rancher's test for a legacy cluster: rancher/rancher
-// v2.8.0-v2.11.x pkg/controllers/provisioningv2/cluster/controller.go,
-// mgmtNameRegexp and isLegacyCluster. A management Cluster so named is the
-// source of its provisioning Cluster; every other provisioning Cluster is
-// the source of its management Cluster.
-var mgmtNameRegexp = regexp.MustCompile("^(c-[a-z0-9]{5}|local)$")
-
-// IsLegacyName reports whether a management Cluster name is legacy.
-func IsLegacyName(name string) bool { return mgmtNameRegexp.MatchString(name) }
 
 // hasOverride reports whether u carries an override annotation.
 func hasOverride(u *unstructured.Unstructured) bool {
@@ -74,16 +68,19 @@ func hasOverride(u *unstructured.Unstructured) bool {
 }
 
 // Route decides which object is the source of a fleet Cluster's agent env
-// (DESIGN.md section 2; rancher/rancher v2.8-v2.11):
+// (DESIGN.md section 2; the facts and their sources are in pkg/rancher):
 //
 //   - standalone (no management.cattle.io/cluster-name label): the fleet
 //     Cluster;
-//   - every Rancher cluster whose management name is not legacy,
-//     provisioned (RKE2/K3s) or imported: the provisioning Cluster, since
+//   - legacy Rancher clusters (management name c-xxxxx or local): the
+//     management Cluster, from which Rancher generates the provisioning
+//     Cluster without env;
+//   - imported clusters (no spec.rkeConfig) beside Rancher v2.11+: the
+//     management Cluster (rancher.Version.ImportedSourceIsManagement);
+//   - every other Rancher cluster, provisioned (RKE2/K3s) or imported
+//     before v2.11: the provisioning Cluster, from which
 //     provisioningv2/cluster/controller.go (createNewCluster) generates the
-//     management Cluster's spec.agentEnvVars and annotations from it;
-//   - legacy (management name c-xxxxx or local): the management Cluster,
-//     from which Rancher generates the provisioning Cluster without env.
+//     management Cluster's spec.agentEnvVars and annotations.
 //
 // Rancher then generates the fleet Cluster's env from the management
 // Cluster (provisioningv2/fleetcluster/fleetcluster.go, createCluster). The
@@ -92,29 +89,35 @@ func hasOverride(u *unstructured.Unstructured) bool {
 // prov is the provisioning Cluster whose status.clusterName is the label's
 // value (nil if none); mgmt the management Cluster of that name (nil if
 // none). It returns an error when the source is not there (yet).
-func Route(fc, prov, mgmt *unstructured.Unstructured) (Routing, error) {
+func Route(fc, prov, mgmt *unstructured.Unstructured, rv rancher.Version) (Routing, error) {
 	mgmtName, managed := fc.GetLabels()[MgmtNameLabel]
 	if !managed {
 		return Routing{Target: fc, TargetRef: refOf(FleetClusterGVR, fc)}, nil
 	}
-	if IsLegacyName(mgmtName) {
+	legacy := rancher.IsLegacyName(mgmtName)
+	imported := prov != nil && !hasRKEConfig(prov)
+	if legacy || (imported && rv.ImportedSourceIsManagement()) {
 		if mgmt == nil {
 			return Routing{}, fmt.Errorf("fleet Cluster %s/%s: management Cluster %q not found", fc.GetNamespace(), fc.GetName(), mgmtName)
 		}
-		rt := Routing{Target: mgmt, TargetRef: refOf(ManagementClusterGVR, mgmt), RancherManaged: true, Legacy: true}
+		rt := Routing{Target: mgmt, TargetRef: refOf(ManagementClusterGVR, mgmt), RancherManaged: true, Legacy: legacy,
+			ClusterAgentReads: rv.ClusterAgentReadsElectionEnv()}
 		// Rancher copies no election.cattle.io/* key to the provisioning or
-		// the fleet Cluster of a legacy cluster (CleanAnnotationsForExport
-		// drops keys containing "cattle.io/"): any there are a user's.
+		// the fleet Cluster here (CleanAnnotationsForExport drops keys
+		// containing "cattle.io/"; v2.11's updateImportedCluster reads the
+		// provisioning Cluster's annotations not at all): any there are a
+		// user's, and do not apply.
 		return rt.withIgnored(fc, prov), nil
 	}
 	if prov == nil {
 		return Routing{}, fmt.Errorf("fleet Cluster %s/%s: no provisioning Cluster with status.clusterName %q", fc.GetNamespace(), fc.GetName(), mgmtName)
 	}
-	rt := Routing{Target: prov, TargetRef: refOf(ProvisioningClusterGVR, prov), RancherManaged: true, Provisioned: hasRKEConfig(prov)}
+	rt := Routing{Target: prov, TargetRef: refOf(ProvisioningClusterGVR, prov), RancherManaged: true, Provisioned: !imported,
+		ClusterAgentReads: rv.ClusterAgentReadsElectionEnv()}
 	// The management Cluster carries Rancher's copies of every annotation
 	// of the provisioning Cluster: never reported. The fleet Cluster gets
-	// none of election.cattle.io/* (fleetcluster.go, v2.10+, through
-	// CleanAnnotationsForExport; nothing before v2.10).
+	// none of election.cattle.io/* (fleetcluster.go copies annotations from
+	// v2.9.3 through CleanAnnotationsForExport; none before).
 	return rt.withIgnored(fc), nil
 }
 
@@ -138,7 +141,7 @@ func (rt Routing) Decide(global election.Timings, channel fleet.AgentChannel) De
 	}
 	vals, set := overrides(rt.Target)
 	return Decide(Input{Env: env, Record: ownRecord(rt.Target), Overrides: vals, Set: set,
-		Global: global, Channel: channel, RancherManaged: rt.RancherManaged})
+		Global: global, Channel: channel, ClusterAgentReads: rt.ClusterAgentReads})
 }
 
 // Strip returns the agent env of an object the project wrote to, without

@@ -1,0 +1,92 @@
+// Package rancher holds what this project knows about Rancher's own
+// behaviour that decides where it may write: which Rancher version runs
+// (from the image of the Rancher Deployment), which cluster object is the
+// source of a cluster's agent env in that version, and whether
+// cattle-cluster-agent reads CATTLE_ELECTION_*. Each fact cites the
+// rancher/rancher file at the release tags it was read from.
+package rancher
+
+import (
+	"regexp"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"leasetune.io/leasetune/pkg/release"
+)
+
+// Names of the Rancher Deployment and its container as Rancher's chart
+// renders them (rancher/rancher chart/templates/deployment.yaml: the
+// Deployment is named after the release, "rancher" by default, and the
+// container "rancher").
+const (
+	DefaultNamespace  = "cattle-system"
+	DefaultDeployment = "rancher"
+	Container         = "rancher"
+)
+
+// legacyName is Rancher's test for a legacy cluster: rancher/rancher
+// v2.8.0-v2.12.x pkg/controllers/provisioningv2/cluster/controller.go,
+// mgmtNameRegexp used by isLegacyCluster.
+var legacyName = regexp.MustCompile("^(c-[a-z0-9]{5}|local)$")
+
+// IsLegacyName reports whether a management Cluster name is legacy
+// (c-xxxxx, local): the management Cluster is then the source and Rancher
+// generates the provisioning Cluster from it, without env
+// (generateProvisioningClusterFromLegacyCluster).
+func IsLegacyName(name string) bool { return legacyName.MatchString(name) }
+
+// Version is the Rancher version leasetune runs beside; Known is false when
+// it could not be told.
+type Version struct {
+	release.Version
+	Known bool
+}
+
+// Detect reads the Rancher version from the release tag of the rancher
+// container's image in the Rancher Deployment (rancher/rancher:v2.11.3).
+func Detect(d *appsv1.Deployment) (Version, bool) {
+	if d == nil {
+		return Version{}, false
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == Container {
+			if v, ok := release.FromImage(c.Image); ok {
+				return Version{Version: v, Known: true}, true
+			}
+		}
+	}
+	return Version{}, false
+}
+
+// Parse reads a version given as vMAJOR.MINOR.PATCH (the --rancher-version
+// flag).
+func Parse(s string) (Version, bool) {
+	v, ok := release.Parse(s)
+	return Version{Version: v, Known: ok}, ok
+}
+
+// ImportedSourceIsManagement reports whether, for an imported (no
+// spec.rkeConfig), non-legacy cluster, the management Cluster is the source
+// of its agent env. From v2.11.0, createNewCluster in
+// pkg/controllers/provisioningv2/cluster/controller.go calls
+// updateImportedCluster once the management Cluster exists, which
+// generates the management Cluster from itself ("the management cluster
+// remains the source of truth for imported clusters after cluster
+// creation"): a direct edit stays and the provisioning Cluster's env no
+// longer flows. v2.8.0-v2.10.x generate it from the provisioning Cluster,
+// which is then the source. An unknown version is taken as before v2.11:
+// writing the provisioning Cluster of a v2.11+ Rancher only has no effect,
+// while writing the management Cluster of an older one fights Rancher.
+func (v Version) ImportedSourceIsManagement() bool {
+	return v.Known && v.AtLeast(2, 11, 0)
+}
+
+// ClusterAgentReadsElectionEnv reports whether cattle-cluster-agent reads
+// CATTLE_ELECTION_* for its lock kube-system/cattle-controllers: Rancher
+// 2.8.3+ builds with wrangler/v2 (and 2.9+ wrangler/v3), whose pkg/leader
+// reads them; 2.8.0-2.8.2 build with wrangler v1, which reads none
+// (rancher/rancher go.mod at those tags; pkg/wrangler/context.go). An
+// unknown version is taken as a reader.
+func (v Version) ClusterAgentReadsElectionEnv() bool {
+	return !v.Known || v.AtLeast(2, 8, 3)
+}
