@@ -25,18 +25,20 @@ var (
 )
 
 // TestOverridesAddedChangedRemoved follows one standalone cluster through
-// the life of an override, on Fleet v0.13+ (agents get the global triple).
+// the life of an override, on Fleet v0.9.1+ (the agent reads the cluster's
+// entries; the manifest renders none), with the global triple equal to
+// wrangler's, which the agent runs without entries.
 func TestOverridesAddedChangedRemoved(t *testing.T) {
 	ns := cp.Namespace(t)
 	before := create(t, fleetGVR, fleetCluster(ns, "edge-1", nil, nil, user, fromRef))
-	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelAgentManagement)
+	r := start(t, &triples{agent: election.WranglerDefaults}, fleet.ChannelClusterEnvV09)
 	if n := r.settle(); n != 0 {
-		t.Fatalf("%d writes with no override on v0.13+", n)
+		t.Fatalf("%d writes with no override and the agent's own triple", n)
 	}
 
 	annotate(t, fleetGVR, ns, "edge-1", map[string]interface{}{agentenv.RetryPeriodAnnotation: "5s"})
 	want := []string{"HTTPS_PROXY=http://proxy:3128", "TOKEN=<valueFrom>",
-		"CATTLE_ELECTION_LEASE_DURATION=30s", "CATTLE_ELECTION_RENEW_DEADLINE=25s", "CATTLE_ELECTION_RETRY_PERIOD=5s"}
+		"CATTLE_ELECTION_LEASE_DURATION=45s", "CATTLE_ELECTION_RENEW_DEADLINE=30s", "CATTLE_ELECTION_RETRY_PERIOD=5s"}
 	eventually(t, "override applied", func() bool { return reflect.DeepEqual(envOf(getObj(t, fleetGVR, ns, "edge-1")), want) })
 	if n := r.settle(); n != 1 {
 		t.Errorf("%d writes for one override, want 1", n)
@@ -64,12 +66,72 @@ func TestOverridesAddedChangedRemoved(t *testing.T) {
 	}
 }
 
+// TestOverridesWhereFleetRendersTheNames: on Fleet v0.13+ (and v0.12) the
+// agent manifest renders CATTLE_ELECTION_* itself, so an override cannot
+// be applied without a duplicate name: nothing is written but the report
+// (status annotation, Event), in one write, and a resync adds none.
+func TestOverridesWhereFleetRendersTheNames(t *testing.T) {
+	for _, ch := range []fleet.AgentChannel{fleet.ChannelAgentManagement, fleet.ChannelFixedV012} {
+		t.Run(string(ch), func(t *testing.T) {
+			ns := cp.Namespace(t)
+			create(t, fleetGVR, fleetCluster(ns, "edge-1", nil, map[string]string{agentenv.RetryPeriodAnnotation: "5s"}, user))
+			r := start(t, &triples{agent: election.FleetDefaults}, ch)
+			eventually(t, "reported", func() bool {
+				return strings.Contains(getObj(t, fleetGVR, ns, "edge-1").GetAnnotations()[agentenv.StatusAnnotation], "renders CATTLE_ELECTION_* itself")
+			})
+			if n := r.settle(); n != 1 {
+				t.Errorf("%d writes, want 1 (the status annotation)", n)
+			}
+			if got := envOf(getObj(t, fleetGVR, ns, "edge-1")); !reflect.DeepEqual(got, []string{"HTTPS_PROXY=http://proxy:3128"}) {
+				t.Errorf("env written where Fleet renders the names: %v", got)
+			}
+			if ev := events(t, ns, "edge-1", "ElectionOverrideUnsupported"); len(ev) != 1 {
+				t.Errorf("events %v", ev)
+			}
+			if r.Problems()[ns+"/edge-1"] != agentenv.ProblemUnsupported {
+				t.Errorf("problems %v", r.Problems())
+			}
+			r.EnqueueAll()
+			if n := r.settle(); n != 1 {
+				t.Errorf("resync wrote %d times", n-1)
+			}
+			annotate(t, fleetGVR, ns, "edge-1", map[string]interface{}{agentenv.RetryPeriodAnnotation: nil})
+			eventually(t, "report removed with the override", func() bool {
+				_, ok := getObj(t, fleetGVR, ns, "edge-1").GetAnnotations()[agentenv.StatusAnnotation]
+				return !ok
+			})
+		})
+	}
+}
+
+// TestRepairOfEarlierDuplicates: entries an earlier leasetune wrote on a
+// cluster whose Fleet renders the names are removed, keeping every entry
+// it does not own in place, in one write.
+func TestRepairOfEarlierDuplicates(t *testing.T) {
+	ns := cp.Namespace(t)
+	ours := []map[string]interface{}{
+		{"name": "CATTLE_ELECTION_LEASE_DURATION", "value": "30s"}, {"name": "CATTLE_ELECTION_RENEW_DEADLINE", "value": "25s"},
+		{"name": "CATTLE_ELECTION_RETRY_PERIOD", "value": "5s"}}
+	u := fleetCluster(ns, "broken", nil, map[string]string{agentenv.RecordAnnotation: `{"CATTLE_ELECTION_LEASE_DURATION":"30s","CATTLE_ELECTION_RENEW_DEADLINE":"25s","CATTLE_ELECTION_RETRY_PERIOD":"5s"}`},
+		user, ours[0], fromRef, ours[1], ours[2])
+	create(t, fleetGVR, u)
+	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelAgentManagement)
+	eventually(t, "repaired", func() bool {
+		o := getObj(t, fleetGVR, ns, "broken")
+		_, rec := o.GetAnnotations()[agentenv.RecordAnnotation]
+		return reflect.DeepEqual(envOf(o), []string{"HTTPS_PROXY=http://proxy:3128", "TOKEN=<valueFrom>"}) && !rec
+	})
+	if n := r.settle(); n != 1 {
+		t.Errorf("%d writes for the repair, want 1", n)
+	}
+}
+
 // TestInvalidOverrideLeavesClusterAloneAndOthersProceed.
 func TestInvalidOverrideLeavesClusterAloneAndOthersProceed(t *testing.T) {
 	ns := cp.Namespace(t)
 	create(t, fleetGVR, fleetCluster(ns, "bad", nil, map[string]string{agentenv.RetryPeriodAnnotation: "30s"}, user))
 	create(t, fleetGVR, fleetCluster(ns, "good", nil, map[string]string{agentenv.RetryPeriodAnnotation: "5s"}))
-	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelAgentManagement)
+	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelClusterEnvV09)
 
 	eventually(t, "good cluster written", func() bool { return len(envOf(getObj(t, fleetGVR, ns, "good"))) == 3 })
 	eventually(t, "bad cluster marked", func() bool {
@@ -97,7 +159,7 @@ func TestInvalidOverrideLeavesClusterAloneAndOthersProceed(t *testing.T) {
 	}
 
 	// Fixed: applied, mark removed.
-	annotate(t, fleetGVR, ns, "bad", map[string]interface{}{agentenv.RetryPeriodAnnotation: "20s"})
+	annotate(t, fleetGVR, ns, "bad", map[string]interface{}{agentenv.RetryPeriodAnnotation: "12s"})
 	eventually(t, "fixed", func() bool {
 		u := getObj(t, fleetGVR, ns, "bad")
 		_, marked := u.GetAnnotations()[agentenv.StatusAnnotation]
@@ -127,13 +189,16 @@ func TestHandWrittenEntriesAreTheirs(t *testing.T) {
 	}
 }
 
-// TestRancherManagedClustersAreWrittenWhereRancherReads covers the three
-// kinds of Rancher-managed cluster.
+// TestRancherManagedClustersAreWrittenWhereRancherReads covers the kinds
+// of Rancher-managed cluster, with no Rancher Deployment (an unknown
+// Rancher version routes imported clusters as before v2.11): each is
+// written on the object that is the source of its agent env, never on the
+// objects Rancher generates from it.
 func TestRancherManagedClustersAreWrittenWhereRancherReads(t *testing.T) {
 	ns := cp.Namespace(t)
 	ctx := context.Background()
-	mk := func(name string, rke bool, provAnn map[string]string, withProv bool, mgmtAnn map[string]string) {
-		mgmtName := ns + "-" + name
+	legacyName := "c-" + strings.ReplaceAll(ns[len(ns)-5:], "-", "x")
+	mk := func(name, mgmtName string, rke bool, provAnn map[string]string, withProv bool, mgmtAnn map[string]string) {
 		m := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Cluster",
 			"spec": map[string]interface{}{"displayName": name, "agentEnvVars": []interface{}{user}}}}
 		m.SetName(mgmtName)
@@ -158,21 +223,21 @@ func TestRancherManagedClustersAreWrittenWhereRancherReads(t *testing.T) {
 		create(t, fleetGVR, fleetCluster(ns, name, map[string]string{agentenv.MgmtNameLabel: mgmtName}, nil, user))
 	}
 	over := map[string]string{agentenv.RetryPeriodAnnotation: "5s"}
-	mk("provisioned", true, over, true, nil)
-	mk("imported", false, over, true, nil)
-	mk("legacy", false, nil, false, over)
-	start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelAgentManagement)
+	mk("provisioned", ns+"-provisioned", true, over, true, nil)
+	mk("imported", ns+"-imported", false, over, true, nil)
+	mk("legacy", legacyName, false, nil, false, over)
+	start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelClusterEnvV09)
 
 	want := []string{"HTTPS_PROXY=http://proxy:3128", "CATTLE_ELECTION_LEASE_DURATION=30s",
 		"CATTLE_ELECTION_RENEW_DEADLINE=25s", "CATTLE_ELECTION_RETRY_PERIOD=5s"}
 	eventually(t, "provisioned: written on the provisioning Cluster", func() bool {
 		return reflect.DeepEqual(envOf(getObj(t, provGVR, ns, "provisioned")), want[1:])
 	})
-	eventually(t, "imported: written on the management Cluster", func() bool {
-		return reflect.DeepEqual(envOf(getObj(t, mgmtGVR, "", ns+"-imported")), want)
+	eventually(t, "imported: written on the provisioning Cluster", func() bool {
+		return reflect.DeepEqual(envOf(getObj(t, provGVR, ns, "imported")), want[1:])
 	})
 	eventually(t, "legacy: written on the management Cluster", func() bool {
-		return reflect.DeepEqual(envOf(getObj(t, mgmtGVR, "", ns+"-legacy")), want)
+		return reflect.DeepEqual(envOf(getObj(t, mgmtGVR, "", legacyName)), want)
 	})
 	time.Sleep(300 * time.Millisecond)
 	for _, name := range []string{"provisioned", "imported", "legacy"} {
@@ -180,8 +245,10 @@ func TestRancherManagedClustersAreWrittenWhereRancherReads(t *testing.T) {
 			t.Errorf("%s: the generated fleet Cluster was written: %v", name, got)
 		}
 	}
-	if got := envOf(getObj(t, mgmtGVR, "", ns+"-provisioned")); len(got) != 1 {
-		t.Errorf("provisioned: the management Cluster was written: %v", got)
+	for _, name := range []string{"provisioned", "imported"} {
+		if got := envOf(getObj(t, mgmtGVR, "", ns+"-"+name)); len(got) != 1 {
+			t.Errorf("%s: the generated management Cluster was written: %v", name, got)
+		}
 	}
 	eventually(t, "event names the restarts", func() bool {
 		ev := events(t, ns, "provisioned", "AgentEnvUpdated")
@@ -201,9 +268,9 @@ func TestConcurrentEditIsNeverLost(t *testing.T) {
 	for i := 0; i < n; i++ {
 		create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("c%02d", i), nil, nil, user))
 	}
-	tr := &triples{agent: election.FleetDefaults}
-	r := start(t, tr, fleet.ChannelClusterEnvV012, func(o *agentenv.Options) { o.ClustersPerMinute = 120 })
-	r.settle() // 30/25/10 is the v0.12 baseline: nothing to write yet
+	tr := &triples{agent: election.WranglerDefaults}
+	r := start(t, tr, fleet.ChannelClusterEnvV09, func(o *agentenv.Options) { o.ClustersPerMinute = 120 })
+	r.settle() // 45/30/2 is what v0.9 agents run without entries: nothing to write yet
 	began := time.Now()
 
 	var wg sync.WaitGroup
@@ -254,7 +321,7 @@ func TestZeroWritesOnResyncAndRestart(t *testing.T) {
 		create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("z%d", i), nil, ann, user))
 	}
 	tr := &triples{agent: mustTimings("60s", "50s", "20s")}
-	r := start(t, tr, fleet.ChannelClusterEnvV012)
+	r := start(t, tr, fleet.ChannelClusterEnvV09)
 	if n := r.settle(); n != 10 {
 		t.Errorf("%d writes for 10 clusters, want 10", n)
 	}
@@ -263,7 +330,7 @@ func TestZeroWritesOnResyncAndRestart(t *testing.T) {
 		t.Errorf("resync made %d writes", n-10)
 	}
 	r.cancel()
-	r2 := start(t, tr, fleet.ChannelClusterEnvV012)
+	r2 := start(t, tr, fleet.ChannelClusterEnvV09)
 	if n := r2.settle(); n != 0 {
 		t.Errorf("restart made %d writes", n)
 	}

@@ -31,13 +31,15 @@ func (h *hookRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return h.next.RoundTrip(r)
 }
 
-// TestEditAfterStatusClearIsKept: a user's edit that lands while the
-// controller removes its status annotation must survive the env write that
-// follows (a review found the controller copied the new resourceVersion
-// onto its cached copy and then wrote the stale list).
+// TestEditAfterStatusClearIsKept: a user's edit that lands just before the
+// write that removes the status annotation and writes the env (one patch)
+// must survive it (a review found the controller wrote a stale list after
+// clearing the status in a patch of its own).
 func TestEditAfterStatusClearIsKept(t *testing.T) {
 	ns := cp.Namespace(t)
 	create(t, fleetGVR, fleetCluster(ns, "x", nil, map[string]string{agentenv.RetryPeriodAnnotation: "30s"}, user))
+	// (v0.9: the global 30s/25s/10s needs entries, so the fix below writes
+	// env and status together; the edit lands before that write.)
 	var once sync.Once
 	edited := make(chan struct{})
 	tweak := func(o *agentenv.Options) {
@@ -49,7 +51,7 @@ func TestEditAfterStatusClearIsKept(t *testing.T) {
 				}
 				b, _ := io.ReadAll(r.Body)
 				r.Body = io.NopCloser(bytes.NewReader(b))
-				if !strings.Contains(string(b), `"leasetune.io/agent-env-status":null`) || strings.Contains(string(b), "agentEnvVars") {
+				if !strings.Contains(string(b), `"leasetune.io/agent-env-status":null`) {
 					return
 				}
 				once.Do(func() {
@@ -66,7 +68,7 @@ func TestEditAfterStatusClearIsKept(t *testing.T) {
 		}
 		o.Client = dynamic.NewForConfigOrDie(cfg)
 	}
-	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelAgentManagement, tweak)
+	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelClusterEnvV09, tweak)
 	eventually(t, "marked invalid", func() bool {
 		_, ok := getObj(t, fleetGVR, ns, "x").GetAnnotations()[agentenv.StatusAnnotation]
 		return ok
@@ -85,9 +87,10 @@ func TestEditAfterStatusClearIsKept(t *testing.T) {
 }
 
 // TestOverridesOnTheWrongObjectAreReported: on a Rancher-managed cluster
-// the annotations are read from the provisioning Cluster; the same
-// annotations on its fleet or management Cluster are reported as not
-// applying (a review found them silently ignored).
+// the annotations are read from the source object only. Where Rancher
+// never copies them (the fleet Cluster) they are a user's, reported as not
+// applying; on the management Cluster of a non-legacy cluster they are
+// Rancher's copies of the provisioning Cluster's, and never reported.
 func TestOverridesOnTheWrongObjectAreReported(t *testing.T) {
 	ns := cp.Namespace(t)
 	ctx := context.Background()
@@ -99,18 +102,26 @@ func TestOverridesOnTheWrongObjectAreReported(t *testing.T) {
 	p := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "provisioning.cattle.io/v1", "kind": "Cluster", "spec": map[string]interface{}{}}}
 	p.SetNamespace(ns)
 	p.SetName("imported")
+	p.SetAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "7s"})
 	p = create(t, provGVR, p)
 	_ = unstructured.SetNestedField(p.Object, mgmtName, "status", "clusterName")
 	if _, err := res(provGVR, ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	create(t, fleetGVR, fleetCluster(ns, "imported", map[string]string{agentenv.MgmtNameLabel: mgmtName}, nil))
-	start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelAgentManagement)
-	eventually(t, "reported on the management Cluster", func() bool {
-		ev := events(t, "", mgmtName, "ElectionOverrideIgnored")
+	create(t, fleetGVR, fleetCluster(ns, "imported", map[string]string{agentenv.MgmtNameLabel: mgmtName}, map[string]string{agentenv.RetryPeriodAnnotation: "3s"}))
+	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelClusterEnvV09)
+	eventually(t, "reported on the fleet Cluster", func() bool {
+		ev := events(t, ns, "imported", "ElectionOverrideIgnored")
 		return len(ev) == 1 && strings.Contains(ev[0], "clusters.provisioning.cattle.io "+ns+"/imported")
 	})
+	eventually(t, "the source's override applied", func() bool {
+		return strings.Contains(strings.Join(envOf(getObj(t, provGVR, ns, "imported")), ","), "CATTLE_ELECTION_RETRY_PERIOD=7s")
+	})
+	r.settle()
+	if ev := events(t, "", mgmtName, "ElectionOverrideIgnored"); len(ev) != 0 {
+		t.Errorf("Rancher's copy on the management Cluster reported: %v", ev)
+	}
 	if got := envOf(getObj(t, mgmtGVR, "", mgmtName)); len(got) != 0 {
-		t.Errorf("an ignored override was applied: %v", got)
+		t.Errorf("the generated management Cluster was written: %v", got)
 	}
 }

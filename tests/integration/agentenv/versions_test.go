@@ -71,8 +71,9 @@ func TestFixtureVersions(t *testing.T) {
 	}{
 		{"v0.9.9", fleet.ChannelClusterEnvV09, []string{"HTTPS_PROXY=http://proxy:3128",
 			"CATTLE_ELECTION_LEASE_DURATION=30s", "CATTLE_ELECTION_RENEW_DEADLINE=25s", "CATTLE_ELECTION_RETRY_PERIOD=10s"}},
-		{"v0.12.0", fleet.ChannelClusterEnvV012, nil},
+		{"v0.12.0", fleet.ChannelFixedV012, nil},
 		{"v0.12.0", fleet.ChannelNoElection, nil}, // the v0.10-v0.11 behaviour, on the nearest CRD
+		{"v0.9.9", fleet.ChannelFixedV090, nil},   // v0.9.0 reads no env
 		{"v0.14.10", fleet.ChannelAgentManagement, nil},
 		{"v0.16-dev", fleet.ChannelAgentManagement, nil},
 	}
