@@ -15,6 +15,8 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -36,6 +38,10 @@ type Webhook struct {
 	// EnvSet reports whether a setting's env var is set on this pod (the
 	// project's pod): such a setting is read-only, whatever its source says.
 	EnvSet func(settings.Definition) bool
+	// Channel reads, live, the Fleet agent channel in effect (the flag, else
+	// the channel the leader recorded); false when none is known yet.
+	// Nil: the channel is not checked.
+	Channel func(ctx context.Context) (fleet.AgentChannel, bool, error)
 	// ServiceAccount is the project's own user name
 	// (system:serviceaccount:<ns>:<name>), whose writes are never refused.
 	ServiceAccount string
@@ -118,10 +124,11 @@ func (w *Webhook) reviewSetting(ctx context.Context, req *admissionv1.AdmissionR
 	return settings.CheckChange(v, s.Name, s.Value)
 }
 
-// reviewOverrides refuses override annotations that do not parse, or make
-// an invalid triple with the global agent triple in effect (the Provider's,
-// so the last good one when the current settings are refused). Removing
-// all of them is always allowed.
+// reviewOverrides refuses override annotations that do not parse, that
+// make an invalid triple with the global agent triple in effect (the
+// Provider's, so the last good one when the current settings are refused),
+// or that no agent of this Fleet could read without a duplicate env name
+// (overrideReaches). Removing all of them is always allowed.
 func (w *Webhook) reviewOverrides(ctx context.Context, req *admissionv1.AdmissionRequest) error {
 	var u unstructured.Unstructured
 	if err := json.Unmarshal(req.Object.Raw, &u.Object); err != nil {
@@ -137,6 +144,17 @@ func (w *Webhook) reviewOverrides(ctx context.Context, req *admissionv1.Admissio
 	}
 	if !any {
 		return nil
+	}
+	if w.Channel != nil {
+		ch, known, err := w.Channel(ctx)
+		if err != nil {
+			return fmt.Errorf("read the Fleet agent channel: %w", err)
+		}
+		if known {
+			if err := overrideReaches(req.Kind.Group, &u, ch); err != nil {
+				return err
+			}
+		}
 	}
 	objs, state, err := w.Source(ctx)
 	if err != nil {
@@ -157,4 +175,32 @@ func (w *Webhook) reviewOverrides(ctx context.Context, req *admissionv1.Admissio
 		return fmt.Errorf("election override annotations refused with the global agent triple %s: %w", global.Effective, err)
 	}
 	return nil
+}
+
+// overrideReaches says why override annotations on u cannot take effect on
+// channel ch (agentenv.Decide applies the same rule), or nil. A management
+// Cluster with a name that is not legacy is skipped: its annotations are
+// Rancher's copies of its provisioning Cluster's (rancher/rancher
+// provisioningv2/cluster/controller.go, createNewCluster), and refusing
+// Rancher's write would make its handler retry without end.
+func overrideReaches(group string, u *unstructured.Unstructured, ch fleet.AgentChannel) error {
+	if group == agentenv.ManagementClusterGVR.Group && !rancher.IsLegacyName(u.GetName()) {
+		return nil
+	}
+	standalone := group == agentenv.FleetClusterGVR.Group
+	if standalone {
+		_, managed := u.GetLabels()[agentenv.MgmtNameLabel]
+		standalone = !managed
+	}
+	switch {
+	case ch.ClusterEnvReachesAgent():
+		return nil
+	case ch == fleet.ChannelNoElection && !standalone:
+		return nil // cattle-cluster-agent reads them
+	case ch.RendersElectionEnv():
+		return fmt.Errorf("election override annotations cannot take effect with this Fleet (%s): its agent manifest renders CATTLE_ELECTION_* itself, and a second entry of a name in spec.agentEnvVars breaks the agent's helm upgrade; Fleet v0.9.1-v0.9.x allows per-cluster overrides (and v0.10-v0.11 for cattle-cluster-agent on Rancher-managed clusters); on v0.13+ the global fleet-agent-leader-election-* settings reach every agent", ch)
+	case ch == fleet.ChannelFixedV090:
+		return fmt.Errorf("election override annotations cannot take effect with this Fleet (%s): Fleet v0.9.0 agents read no election env; Fleet v0.9.1+ reads them", ch)
+	}
+	return fmt.Errorf("election override annotations cannot take effect on this cluster (%s): Fleet v0.10-v0.11 agents run no leader election, and a standalone Fleet cluster has no cattle-cluster-agent to read them", ch)
 }

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/admission"
+	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/fleet"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
 	"leasetune.io/leasetune/pkg/ownstate"
@@ -109,7 +111,18 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 	envSet := func(d settings.Definition) bool { _, ok := lookup(d.EnvVar()); return ok }
 
 	mux := http.NewServeMux()
-	(&admission.Webhook{Source: source, EnvSet: envSet, ServiceAccount: cfg.ServiceAccount, Log: log}).Register(mux)
+	channel := func(ctx context.Context) (fleet.AgentChannel, bool, error) {
+		if cfg.ChannelOverride != "" {
+			return cfg.ChannelOverride, true, nil
+		}
+		cm, err := ownstate.Load(ctx, cs.CoreV1(), cfg.Namespace, fleetsettings.ChannelConfigMapName)
+		if err != nil || cm == nil {
+			return "", false, err
+		}
+		ch, err := fleet.ParseChannel(cm.Data["channel"])
+		return ch, err == nil, nil
+	}
+	(&admission.Webhook{Source: source, Channel: channel, EnvSet: envSet, ServiceAccount: cfg.ServiceAccount, Log: log}).Register(mux)
 	(&settingsapi.Server{Base: rc, Log: log}).Register(mux)
 	ln, err := net.Listen("tcp", cfg.WebhookAddr)
 	if err != nil {

@@ -8,12 +8,16 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"leasetune.io/leasetune/pkg/admission"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/fleet"
 )
 
 const (
@@ -331,5 +335,67 @@ func TestFloorAtTheDoor(t *testing.T) {
 	}
 	if err := annotate(agentenv.RenewDeadlineAnnotation, "20s"); err != nil {
 		t.Errorf("override renew 20s refused: %v", err)
+	}
+}
+
+// TestOverrideRefusedWhereFleetRendersTheNames: with a Fleet whose agent
+// manifest renders CATTLE_ELECTION_* (v0.13+ here, as the leader records
+// it), a new override is refused with the reason and the versions that
+// allow one; with Fleet v0.9.1+ it passes. Rancher's copies on a
+// management Cluster that is not legacy are never refused (its handler
+// would retry without end).
+func TestOverrideRefusedWhereFleetRendersTheNames(t *testing.T) {
+	s := startServer(t, nil)
+	ns := cp.Namespace(t)
+	record := func(ch fleet.AgentChannel) {
+		cms := cp.Client.CoreV1().ConfigMaps(s.ns)
+		cm, err := cms.Get(context.Background(), fleetsettings.ChannelConfigMapName, metav1.GetOptions{})
+		if err != nil {
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fleetsettings.ChannelConfigMapName, Namespace: s.ns}}
+			cm.Data = map[string]string{"channel": string(ch), "evidence": "test"}
+			_, err = cms.Create(context.Background(), cm, metav1.CreateOptions{})
+		} else {
+			cm.Data = map[string]string{"channel": string(ch), "evidence": "test"}
+			_, err = cms.Update(context.Background(), cm, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster", "spec": map[string]interface{}{}}}
+	fc.SetNamespace(ns)
+	fc.SetName("edge")
+	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
+	if _, err := r.Create(context.Background(), fc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mgmt := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Cluster", "spec": map[string]interface{}{}}}
+	mgmt.SetName(ns + "-imported")
+	m := dyn().Resource(agentenv.ManagementClusterGVR)
+	if _, err := m.Create(context.Background(), mgmt, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Delete(context.Background(), ns+"-imported", metav1.DeleteOptions{}) })
+	patch := func(ri dynamic.ResourceInterface, name, v string) error {
+		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{agentenv.RetryPeriodAnnotation: v}}})
+		_, err := ri.Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{})
+		return err
+	}
+
+	record(fleet.ChannelAgentManagement)
+	err := patch(r, "edge", "5s")
+	if err == nil || !strings.Contains(err.Error(), "renders CATTLE_ELECTION_* itself") || !strings.Contains(err.Error(), "v0.9.1-v0.9.x") {
+		t.Errorf("override on v0.13+: %v", err)
+	}
+	if err := patch(m, ns+"-imported", "5s"); err != nil {
+		t.Errorf("Rancher's copy on a management Cluster refused: %v", err)
+	}
+	record(fleet.ChannelNoElection)
+	if err := patch(r, "edge", "5s"); err == nil || !strings.Contains(err.Error(), "no leader election") {
+		t.Errorf("override on a standalone cluster of v0.10-v0.11: %v", err)
+	}
+	record(fleet.ChannelClusterEnvV09)
+	if err := patch(r, "edge", "5s"); err != nil {
+		t.Errorf("override on v0.9.1+: %v", err)
 	}
 }

@@ -24,6 +24,6 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Exit(framework.Main(m, &cp, framework.Options{
-		RepoCRDs: []string{framework.SettingCRD}, SharedCRDs: []string{framework.FleetClusterCRD},
+		RepoCRDs: []string{framework.SettingCRD, framework.ManagementCRD}, SharedCRDs: []string{framework.FleetClusterCRD},
 	}))
 }
