@@ -32,12 +32,22 @@ var (
 		Name: "leasetune_fleet_agent_channel",
 		Help: "The channel through which fleet-agents get their timings (1 for the detected one).",
 	}, []string{"channel"})
+	// AgentTimingsApplicable is 1 when the global agent triple reaches the
+	// fleet-agents of the detected Fleet (v0.13+ through
+	// fleet-agentmanagement, v0.9.1+ through each cluster's env), 0 where it
+	// cannot (v0.12 and v0.9.0 hardcode theirs, v0.10-v0.11 run no election).
+	AgentTimingsApplicable = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "leasetune_agent_timings_applicable",
+		Help: "1 when the global fleet-agent triple reaches the agents of the detected Fleet, 0 when that Fleet cannot take it.",
+	})
 	// ClustersLeftAlone is the number of downstream clusters the agentenv
-	// controller leaves as they are, per reason: "invalid" (the overrides
-	// make an invalid triple) or "foreign" (someone else set CATTLE_ELECTION_*).
+	// controller leaves as they are, or whose overrides do not apply, per
+	// reason: "invalid" (the overrides make an invalid triple), "foreign"
+	// (someone else set CATTLE_ELECTION_*) or "unsupported" (overrides no
+	// agent of this Fleet can read without a duplicate env name).
 	ClustersLeftAlone = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "leasetune_clusters_left_alone",
-		Help: "Downstream clusters left as they were, per reason (invalid, foreign).",
+		Help: "Downstream clusters left as they were, or whose overrides do not apply, per reason (invalid, foreign, unsupported).",
 	}, []string{"reason"})
 	// QueueDepth is the number of keys waiting in a controller's work queue.
 	QueueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -53,5 +63,5 @@ var (
 
 func init() {
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		SettingsApplied, SettingsRefused, Writes, AgentChannel, ClustersLeftAlone, PropagationSeconds, QueueDepth)
+		SettingsApplied, SettingsRefused, Writes, AgentChannel, AgentTimingsApplicable, ClustersLeftAlone, PropagationSeconds, QueueDepth)
 }

@@ -127,6 +127,11 @@ func (r *channelRecord) set(ctx context.Context, d fleet.Detection) (bool, error
 }
 
 func setChannelMetric(ch fleet.AgentChannel) {
+	applicable := 0.0
+	if ch.GlobalReachesAgents() {
+		applicable = 1
+	}
+	metrics.AgentTimingsApplicable.Set(applicable)
 	for _, c := range fleet.Channels {
 		v := 0.0
 		if c == ch {

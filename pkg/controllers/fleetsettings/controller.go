@@ -62,6 +62,9 @@ type Controller struct {
 
 	mu       sync.Mutex
 	changeAt time.Time // when the triples last changed, for the propagation metric
+	// notApplicable is the channel and agent triple last reported as not
+	// reaching the agents, so that each pair is said once.
+	notApplicable string
 }
 
 // Register loads the recorded channel and registers the handlers; start the
@@ -94,9 +97,42 @@ func Register(ctx context.Context, opts Options) (*Controller, error) {
 		c.mu.Lock()
 		c.changeAt = time.Now()
 		c.mu.Unlock()
+		c.reportAgentTimings()
 		c.EnqueueAll()
 	})
+	c.OnChannelChange(c.reportAgentTimings)
+	c.reportAgentTimings()
 	return c, nil
+}
+
+// reportAgentTimings says, once per channel and agent triple, with a
+// Warning Event on each of the three agent Settings and a log line, when
+// the detected Fleet cannot take the global agent triple (fleet.AgentChannel
+// GlobalReachesAgents): v0.12 and v0.9.0 hardcode their agents' timings and
+// v0.10-v0.11 agents run no election. Nothing is written for them.
+func (c *Controller) reportAgentTimings() {
+	ch, known := c.Channel()
+	agent, ok := c.opts.Triples.Effective(settings.FleetAgent)
+	if !known || !ok || ch.GlobalReachesAgents() {
+		return
+	}
+	key := string(ch) + " " + agent.String()
+	c.mu.Lock()
+	seen := c.notApplicable == key
+	c.notApplicable = key
+	c.mu.Unlock()
+	if seen {
+		return
+	}
+	msg := fmt.Sprintf("the agent triple %s does not reach the fleet-agents of this Fleet: %s; nothing is written for them", agent, ch.Explain())
+	c.log.Warn("agent timings not applicable", "channel", ch, "timings", agent.String(), "reason", ch.Explain())
+	if c.opts.Recorder == nil {
+		return
+	}
+	for _, d := range settings.Of(settings.FleetAgent) {
+		ref := &corev1.ObjectReference{APIVersion: "management.cattle.io/v3", Kind: "Setting", Name: d.Name}
+		c.opts.Recorder.Event(ref, corev1.EventTypeWarning, "AgentTimingsNotApplicable", msg)
+	}
 }
 
 // EnqueueAll re-enqueues every Deployment in the Fleet namespace and the

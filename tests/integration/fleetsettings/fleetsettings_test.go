@@ -318,3 +318,48 @@ func TestChannelDetectedOnceAndKeptAfterOwnWrites(t *testing.T) {
 		t.Errorf("override ignored: %q", ch)
 	}
 }
+
+// TestAgentTimingsNotApplicableAreSaid: on Fleet v0.12 the agents' timings
+// are hardcoded by Fleet, so the agent triple reaches no agent: nothing is
+// written for it (FLEET_AGENT_ELECTION_* only where Fleet reads it), and
+// each agent Setting gets one Warning Event saying so, not repeated by a
+// resync.
+func TestAgentTimingsNotApplicableAreSaid(t *testing.T) {
+	e := newEnv(t)
+	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.12.0"))
+	agent := mustParse("41s", "33s", "11s") // a triple no other test uses
+	r := start(t, e, newTriples(ctrlT, agent), "")
+	eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, nil) })
+	msgs := func(name string) []string {
+		var out []string
+		for _, m := range cp.Events(t, "", name, "AgentTimingsNotApplicable") {
+			if strings.Contains(m, agent.String()) {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	for _, d := range settings.Of(settings.FleetAgent) {
+		eventually(t, "event on "+d.Name, func() bool { return len(msgs(d.Name)) == 1 })
+		if m := msgs(d.Name)[0]; !strings.Contains(m, "hardcoded to 30s/25s/10s") {
+			t.Errorf("event %q", m)
+		}
+	}
+	r.EnqueueAll()
+	time.Sleep(2 * time.Second)
+	for _, d := range settings.Of(settings.FleetAgent) {
+		l, _ := cp.Client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + d.Name + ",reason=AgentTimingsNotApplicable"})
+		for _, ev := range l.Items {
+			if strings.Contains(ev.Message, agent.String()) && ev.Count > 1 {
+				t.Errorf("%s: said %d times", d.Name, ev.Count)
+			}
+		}
+	}
+	for _, c := range get(t, e.fleetNS, "fleet-controller").Spec.Template.Spec.Containers {
+		for _, env := range c.Env {
+			if election.FleetAgentPrefix.Owns(env.Name) {
+				t.Errorf("%s: %s written on v0.12, which does not read it", c.Name, env.Name)
+			}
+		}
+	}
+}

@@ -19,7 +19,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/election"
@@ -128,7 +131,11 @@ func start(t *testing.T, e env, triples settings.Triples, override fleet.AgentCh
 	if err != nil {
 		t.Fatal(err)
 	}
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
+	t.Cleanup(b.Shutdown)
 	c, err := fleetsettings.Register(ctx, fleetsettings.Options{
+		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
 		Namespace: e.fleetNS, RancherNamespace: e.rancherNS, StateNamespace: e.stateNS, ChannelOverride: override,
 		Deployments: af.Apps().V1().Deployment(), ConfigMaps: cf.Core().V1().ConfigMap(),
 		Client: client, Triples: triples,
