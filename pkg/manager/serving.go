@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/admission"
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
-	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
 	"leasetune.io/leasetune/pkg/ownstate"
 	"leasetune.io/leasetune/pkg/settings"

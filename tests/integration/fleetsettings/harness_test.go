@@ -135,7 +135,7 @@ func start(t *testing.T, e env, triples settings.Triples, override fleet.AgentCh
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
 	t.Cleanup(b.Shutdown)
 	c, err := fleetsettings.Register(ctx, fleetsettings.Options{
-		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
+		Recorder:  b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
 		Namespace: e.fleetNS, RancherNamespace: e.rancherNS, StateNamespace: e.stateNS, ChannelOverride: override,
 		Deployments: af.Apps().V1().Deployment(), ConfigMaps: cf.Core().V1().ConfigMap(),
 		Client: client, Triples: triples,
