@@ -83,10 +83,12 @@ type Controller struct {
 	rancherDep     cache.SharedIndexInformer
 
 	mu       sync.Mutex
-	rancherV rancher.Version    // the Rancher version in effect
-	changeAt time.Time          // when the triples last changed, for the propagation metric
-	problems map[string]Problem // fleet Cluster key → why it is left alone
-	reported map[string]string  // fleet Cluster key → last problem message reported
+	rancherV rancher.Version        // the Rancher version in effect
+	changeAt time.Time              // when the triples last changed, for the propagation metric
+	problems map[string]Problem     // fleet Cluster key → why it is left alone
+	reported map[string]string      // fleet Cluster key → last problem message reported
+	reverts  map[string][]time.Time // fleet Cluster key → when its entries were found removed
+	fenced   map[string]string      // fleet Cluster key → fingerprint of the object it stopped writing
 }
 
 // New builds the controller and its informers; call Run to start it.
@@ -104,6 +106,8 @@ func New(opts Options) *Controller {
 		factory:  dynamicinformer.NewDynamicSharedInformerFactory(opts.Client, 0),
 		problems: map[string]Problem{},
 		reported: map[string]string{},
+		reverts:  map[string][]time.Time{},
+		fenced:   map[string]string{},
 	}
 	if opts.ClustersPerMinute > 0 {
 		c.pace = rate.NewLimiter(rate.Limit(opts.ClustersPerMinute/60), 1)
@@ -319,7 +323,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if !exists {
-		c.setProblem(key, "")
+		c.forget(key)
 		return nil
 	}
 	global, ok := c.opts.Triples.Effective(settings.FleetAgent)
@@ -338,6 +342,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	for _, o := range rt.Ignored {
 		c.reportIgnored(key, o, rt)
 	}
+	if c.isFenced(key, rt.Target) {
+		return nil
+	}
 	for attempt := 0; ; attempt++ {
 		d := rt.Decide(global, channel)
 		if d.Problem == ProblemInvalid || d.Problem == ProblemForeign {
@@ -351,6 +358,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		if !d.Change {
 			return c.patchStatus(ctx, rt, statusValue(status))
+		}
+		if stop, err := c.guardReverts(ctx, key, rt, d); stop {
+			return err
 		}
 		if c.pace != nil {
 			if err := c.pace.Wait(ctx); err != nil {
@@ -373,6 +383,78 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		rt.Target = fresh
 	}
+}
+
+// guardReverts counts a write that would restore entries someone removed
+// (isRevert) and, after RevertLimit of them within RevertWindow, stops
+// writing the object: it reports the other writer by its field manager
+// (Warning Event AgentEnvReverted, the StatusAnnotation, the metric's
+// "reverted" reason) and resumes once the object changes otherwise
+// (fingerprint). stop is true when the write is not to be made.
+func (c *Controller) guardReverts(ctx context.Context, key string, rt Routing, d Decision) (stop bool, err error) {
+	fp := fingerprint(rt.Target)
+	now := time.Now()
+	c.mu.Lock()
+	var n int
+	if isRevert(rt.Target, d) {
+		kept := c.reverts[key][:0]
+		for _, at := range c.reverts[key] {
+			if now.Sub(at) < RevertWindow {
+				kept = append(kept, at)
+			}
+		}
+		c.reverts[key] = append(kept, now)
+		n = len(c.reverts[key])
+	}
+	fence := n >= RevertLimit
+	if fence {
+		c.fenced[key] = fp
+	}
+	c.mu.Unlock()
+	if !fence {
+		return false, nil
+	}
+	writer := envWriters(rt.Target)
+	if writer == "" {
+		writer = "another writer"
+	}
+	msg := fmt.Sprintf("%s removed leasetune's CATTLE_ELECTION_* entries from spec.agentEnvVars %d times within %s; leasetune stops writing this object (each write redeploys %s) until it changes otherwise; to keep other timings here, give the other writer the entries, or remove the override annotations",
+		writer, n, RevertWindow, Restarts(rt))
+	c.setProblem(key, ProblemReverted)
+	c.mu.Lock()
+	c.reported[key] = msg
+	c.mu.Unlock()
+	c.log.Warn("another writer keeps removing leasetune's entries; stopped writing", "cluster", key, "object", rt.TargetRef.String(), "writer", writer)
+	c.event(rt.Target, corev1.EventTypeWarning, "AgentEnvReverted", msg)
+	return true, c.patchStatus(ctx, rt, msg)
+}
+
+// isFenced reports whether the guard stopped writing this object and the
+// object has not changed otherwise since; once it has, the guard forgets
+// the reverts and the object is written again.
+func (c *Controller) isFenced(key string, u *unstructured.Unstructured) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was, ok := c.fenced[key]
+	if !ok {
+		return false
+	}
+	if was == fingerprint(u) {
+		return true
+	}
+	delete(c.fenced, key)
+	delete(c.reverts, key)
+	return false
+}
+
+// forget drops what the controller remembers of a deleted cluster.
+func (c *Controller) forget(key string) {
+	c.setProblem(key, "")
+	c.mu.Lock()
+	delete(c.reported, key)
+	delete(c.reverts, key)
+	delete(c.fenced, key)
+	c.mu.Unlock()
 }
 
 // statusValue is the merge-patch value of the StatusAnnotation: the
@@ -554,7 +636,7 @@ func (c *Controller) setProblem(key string, p Problem) {
 	} else {
 		c.problems[key] = p
 	}
-	counts := map[Problem]int{ProblemInvalid: 0, ProblemForeign: 0, ProblemUnsupported: 0}
+	counts := map[Problem]int{ProblemInvalid: 0, ProblemForeign: 0, ProblemUnsupported: 0, ProblemReverted: 0}
 	for _, v := range c.problems {
 		counts[v]++
 	}

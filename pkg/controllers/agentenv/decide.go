@@ -54,6 +54,9 @@ const (
 	// two, the cluster is still converged (entries the project wrote
 	// earlier are removed); only the overrides are not applied.
 	ProblemUnsupported Problem = "unsupported"
+	// ProblemReverted: another writer keeps removing the project's entries
+	// (the controller's revert guard; Decide never returns it).
+	ProblemReverted Problem = "reverted"
 )
 
 // Input is what Decide reads for one cluster.

@@ -125,3 +125,63 @@ func TestOverridesOnTheWrongObjectAreReported(t *testing.T) {
 		t.Errorf("the generated management Cluster was written: %v", got)
 	}
 }
+
+// TestAnotherWriterThatKeepsRemovingTheEntries: a writer (field manager
+// "gitops-bot") that merge-patches the cluster's env back to its own list
+// every half second would make every sync a write and an agent redeploy.
+// After RevertLimit reverts leasetune stops writing the object, names the
+// writer (Event, status annotation, problem), and writes again once the
+// object changes otherwise.
+func TestAnotherWriterThatKeepsRemovingTheEntries(t *testing.T) {
+	ns := cp.Namespace(t)
+	create(t, fleetGVR, fleetCluster(ns, "fought", nil, nil, user))
+	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelClusterEnvV09)
+	eventually(t, "written", func() bool { return len(envOf(getObj(t, fleetGVR, ns, "fought"))) == 4 })
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // bounded: at most 120 patches, one every 500ms
+		defer wg.Done()
+		body := []byte(`{"spec":{"agentEnvVars":[{"name":"HTTPS_PROXY","value":"http://proxy:3128"}]}}`)
+		for i := 0; i < 120; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			_, _ = res(fleetGVR, ns).Patch(context.Background(), "fought", "application/merge-patch+json", body, metav1.PatchOptions{FieldManager: "gitops-bot"})
+		}
+	}()
+	eventually(t, "fenced and reported", func() bool {
+		return strings.Contains(getObj(t, fleetGVR, ns, "fought").GetAnnotations()[agentenv.StatusAnnotation], "gitops-bot")
+	})
+	if r.Problems()[ns+"/fought"] != agentenv.ProblemReverted {
+		t.Errorf("problems %v", r.Problems())
+	}
+	if ev := events(t, ns, "fought", "AgentEnvReverted"); len(ev) != 1 || !strings.Contains(ev[0], "gitops-bot") {
+		t.Errorf("events %v", ev)
+	}
+	n := r.settle()
+	time.Sleep(3 * time.Second) // the writer goes on: leasetune must not
+	if m := r.settle(); m != n {
+		t.Errorf("%d more writes while fenced", m-n)
+	}
+	// 1 first write + (RevertLimit-1) restores + 1 status annotation.
+	if n > int64(agentenv.RevertLimit)+1 {
+		t.Errorf("%d writes before stopping, want at most %d", n, agentenv.RevertLimit+1)
+	}
+	close(stop)
+	wg.Wait()
+
+	// A change otherwise (a label): leasetune writes again.
+	body := []byte(`{"metadata":{"labels":{"env":"edge"}}}`)
+	if _, err := res(fleetGVR, ns).Patch(context.Background(), "fought", "application/merge-patch+json", body, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "written again, status cleared", func() bool {
+		u := getObj(t, fleetGVR, ns, "fought")
+		_, marked := u.GetAnnotations()[agentenv.StatusAnnotation]
+		return len(envOf(u)) == 4 && !marked
+	})
+}

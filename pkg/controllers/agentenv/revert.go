@@ -1,0 +1,94 @@
+package agentenv
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Another writer that keeps removing the project's entries (a GitOps tool
+// that owns spec.agentEnvVars, a script) would make every sync a write and
+// every write an agent redeploy. The guard counts such reverts per object
+// and, after RevertLimit of them within RevertWindow, stops writing that
+// object until it changes in some other way.
+const (
+	// RevertLimit is the number of reverts within RevertWindow after which
+	// an object is no longer written.
+	RevertLimit = 3
+	// RevertWindow is the window reverts are counted in.
+	RevertWindow = 10 * time.Minute
+)
+
+// isRevert reports whether writing d would restore entries the project
+// wrote before and someone has since removed: the record on the object
+// already shows what d would write, yet the env lacks it.
+func isRevert(u *unstructured.Unstructured, d Decision) bool {
+	rec := ownRecord(u)
+	if len(rec) == 0 || !reflect.DeepEqual(rec, d.Record) {
+		return false
+	}
+	env, err := agentEnvVars(u)
+	if err != nil {
+		return false
+	}
+	have := map[string]bool{}
+	for _, e := range env {
+		name, _ := e["name"].(string)
+		value, _ := e["value"].(string)
+		if rec[name] == value {
+			have[name] = true
+		}
+	}
+	return len(have) < len(rec)
+}
+
+// fingerprint hashes what of an object is not the project's business:
+// everything but spec.agentEnvVars, the project's annotations, status and
+// the server-kept metadata. A changed fingerprint is a change "otherwise".
+func fingerprint(u *unstructured.Unstructured) string {
+	c := u.DeepCopy()
+	unstructured.RemoveNestedField(c.Object, "spec", "agentEnvVars")
+	unstructured.RemoveNestedField(c.Object, "status")
+	for _, f := range []string{"resourceVersion", "managedFields", "generation"} {
+		unstructured.RemoveNestedField(c.Object, "metadata", f)
+	}
+	ann := c.GetAnnotations()
+	delete(ann, RecordAnnotation)
+	delete(ann, StatusAnnotation)
+	c.SetAnnotations(ann)
+	b, _ := json.Marshal(c.Object)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// envWriters names the field managers other than the project's that manage
+// spec.agentEnvVars of u, latest first ("" when none is recorded).
+func envWriters(u *unstructured.Unstructured) string {
+	type w struct {
+		name string
+		at   time.Time
+	}
+	var ws []w
+	for _, mf := range u.GetManagedFields() {
+		if mf.Manager == FieldManager || mf.FieldsV1 == nil || !strings.Contains(string(mf.FieldsV1.Raw), `"f:agentEnvVars"`) {
+			continue
+		}
+		var at time.Time
+		if mf.Time != nil {
+			at = mf.Time.Time
+		}
+		ws = append(ws, w{mf.Manager + " (" + string(mf.Operation) + ")", at})
+	}
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].at.After(ws[j].at) })
+	var names []string
+	for _, x := range ws {
+		names = append(names, x.name)
+	}
+	return strings.Join(names, ", ")
+}
