@@ -156,11 +156,14 @@ A value that would crash-loop Fleet is refused at the door, with the rule and an
   kubectl patch setting fleet-leader-election-retry-period --type merge -p '{"value":"30s"}'
 Events say what took effect:
   kubectl get events -n default --field-selector involvedObject.name=fleet-leader-election-retry-period
-Downstream agents, and the per-cluster override annotations:
-  kubectl patch setting fleet-agent-leader-election-retry-period --type merge -p '{"value":"15s"}'
-  kubectl -n fleet-default get clusters.fleet.cattle.io edge-1 -o jsonpath='{.spec.agentEnvVars}'
-  kubectl -n fleet-default get clusters.provisioning.cattle.io prod-rke2 -o jsonpath='{.spec.agentEnvVars}'
-  kubectl -n fleet-default annotate clusters.fleet.cattle.io edge-1 election.cattle.io/retry-period=20s
+Downstream agents: Fleet v0.14 renders every agent's timings from fleet-agentmanagement's env:
+  kubectl patch setting fleet-agent-leader-election-retry-period --type merge -p '{"value":"12s"}'
+  kubectl -n cattle-fleet-system get deploy fleet-controller -o jsonpath='{.spec.template.spec.containers[?(@.name=="fleet-agentmanagement")].env}'
+Per-cluster overrides need a Fleet whose agent manifest leaves room (v0.9.x): on v0.14 a new one is
+refused at the door, and the sample's are reported on their clusters:
+  kubectl -n fleet-default annotate clusters.fleet.cattle.io edge-1 election.cattle.io/retry-period=20s --overwrite
+  kubectl -n fleet-default get clusters.fleet.cattle.io edge-1 -o jsonpath='{.metadata.annotations.leasetune\.io/agent-env-status}'
+  kubectl -n fleet-default get events --field-selector involvedObject.name=edge-2
 Every write leasetune would make now, without making it; and what it wrote, to remove it:
   %[3]s plan --kubeconfig %[1]s --namespace leasetune-system
   %[3]s cleanup --kubeconfig %[1]s --namespace leasetune-system   (lists; --yes removes)

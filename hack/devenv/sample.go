@@ -75,6 +75,12 @@ func envList(kv ...string) []interface{} {
 	return out
 }
 
+// withEnv sets spec.agentEnvVars of o.
+func withEnv(o *unstructured.Unstructured, env []interface{}) *unstructured.Unstructured {
+	o.Object["spec"].(map[string]interface{})["agentEnvVars"] = env
+	return o
+}
+
 // clusters returns the sample downstream clusters: fleet, provisioning and
 // management objects as Rancher and Fleet create them.
 func clusters() []*unstructured.Unstructured {
@@ -100,10 +106,17 @@ func clusters() []*unstructured.Unstructured {
 		u(mgmtV, "Cluster", "", "c-m-prod", nil, nil, map[string]interface{}{"displayName": "prod-rke2"}),
 		prov("fleet-default", "prod-rke2", "c-m-prod", true, map[string]string{"election.cattle.io/retry-period": "5s"}),
 		u(fleetV, "Cluster", "fleet-default", "prod-rke2", managed("c-m-prod"), nil, map[string]interface{}{}),
-		// An imported cluster with a proxy: its env lives on the management Cluster.
-		u(mgmtV, "Cluster", "", "c-imported", nil, nil, map[string]interface{}{"displayName": "imported-eks", "agentEnvVars": proxy}),
-		prov("fleet-default", "imported-eks", "c-imported", false, nil),
-		u(fleetV, "Cluster", "fleet-default", "imported-eks", managed("c-imported"), nil, map[string]interface{}{"agentEnvVars": proxy}),
+		// An imported cluster (through the current UI: the management name is
+		// not legacy): its provisioning Cluster is the source of its agent
+		// env; Rancher generates the management and fleet Clusters' from it.
+		u(mgmtV, "Cluster", "", "c-m-imp4x7q2", nil, nil, map[string]interface{}{"displayName": "imported-eks", "agentEnvVars": proxy}),
+		withEnv(prov("fleet-default", "imported-eks", "c-m-imp4x7q2", false, nil), proxy),
+		u(fleetV, "Cluster", "fleet-default", "imported-eks", managed("c-m-imp4x7q2"), nil, map[string]interface{}{"agentEnvVars": proxy}),
+		// A legacy imported cluster (v3 API, c-xxxxx): its management Cluster
+		// is the source; Rancher generates the provisioning Cluster without env.
+		u(mgmtV, "Cluster", "", "c-7x2kq", nil, nil, map[string]interface{}{"displayName": "imported-legacy", "agentEnvVars": proxy}),
+		prov("fleet-default", "c-7x2kq", "c-7x2kq", false, nil),
+		u(fleetV, "Cluster", "fleet-default", "c-7x2kq", managed("c-7x2kq"), nil, map[string]interface{}{"agentEnvVars": proxy}),
 		// Standalone Fleet clusters with agent customizations.
 		u(fleetV, "Cluster", "fleet-default", "edge-1", nil, map[string]string{"election.cattle.io/lease-duration": "60s", "election.cattle.io/renew-deadline": "50s"},
 			map[string]interface{}{"agentEnvVars": proxy, "agentTolerations": tolerations}),
