@@ -42,6 +42,10 @@ type Webhook struct {
 	// the channel the leader recorded); false when none is known yet.
 	// Nil: the channel is not checked.
 	Channel func(ctx context.Context) (fleet.AgentChannel, bool, error)
+	// JudgeAgentTriple, when set, judges a change of the global agent
+	// triple by its effect on every agent (agentenv.Index.Judge): an error
+	// refuses the change. Nil: not judged.
+	JudgeAgentTriple func(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) error
 	// ServiceAccount is the project's own user name
 	// (system:serviceaccount:<ns>:<name>), whose writes are never refused.
 	ServiceAccount string
@@ -121,7 +125,32 @@ func (w *Webhook) reviewSetting(ctx context.Context, req *admissionv1.AdmissionR
 			}
 		}
 	}
-	return settings.CheckChange(v, s.Name, s.Value)
+	if err := settings.CheckChange(v, s.Name, s.Value); err != nil {
+		return err
+	}
+	return w.judgeAgents(ctx, v, s.Name, s.Value)
+}
+
+// judgeAgents refuses a change of an agent setting that would leave a
+// fleet-agent with an invalid triple: on Fleet v0.13+ the global triple
+// combines with the clusters' own CATTLE_ELECTION_* entries.
+func (w *Webhook) judgeAgents(ctx context.Context, v settings.View, name, value string) error {
+	d, _ := settings.Lookup(name)
+	if d.Component != settings.FleetAgent || w.JudgeAgentTriple == nil || w.Channel == nil {
+		return nil
+	}
+	ch, known, err := w.Channel(ctx)
+	if err != nil || !known {
+		return err
+	}
+	cur, curOK, next, nextOK, err := settings.Proposed(v, name, value)
+	if err != nil || !curOK || !nextOK {
+		return err
+	}
+	if err := w.JudgeAgentTriple(ctx, cur, next, ch); err != nil {
+		return fmt.Errorf("setting %s %q refused: %w", name, value, err)
+	}
+	return nil
 }
 
 // reviewOverrides refuses override annotations that do not parse, that

@@ -33,6 +33,8 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/crds"
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
@@ -73,8 +75,9 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 		}
 	}
 
+	judge := agentJudge(ctx, rc, cs, log)
 	if cfg.WebhookAddr != "" {
-		if err := serveTLS(ctx, rc, cs, cfg, log); err != nil {
+		if err := serveTLS(ctx, rc, cs, cfg, log, judge); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -82,7 +85,7 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 		}
 	}
 
-	components := func(ctx context.Context) error { return runComponents(ctx, rc, cs, cfg, &ready, log) }
+	components := func(ctx context.Context) error { return runComponents(ctx, rc, cs, cfg, &ready, log, judge) }
 	if !cfg.LeaderElection {
 		return components(ctx)
 	}
@@ -187,8 +190,35 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 	return nil
 }
 
+// AgentJudge judges a change of the global agent triple from cur to next by
+// its effect on every agent (agentenv.Index.Judge): an error names the
+// clusters it would break. Nil when there are no fleet Clusters to judge.
+type AgentJudge func(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) error
+
+// agentJudge starts, on every replica, the index of the fleet Clusters'
+// own CATTLE_ELECTION_* entries that the webhook and the fleetsettings
+// controller judge agent triple changes with; nil without the fleet
+// Cluster kind.
+func agentJudge(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, log *slog.Logger) AgentJudge {
+	if !served(cs.Discovery(), agentenv.FleetClusterGVR) {
+		return nil
+	}
+	ix := agentenv.NewIndex(dynamic.NewForConfigOrDie(rc))
+	ix.Start(ctx)
+	return func(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) error {
+		broken, err := ix.Judge(ctx, cur, next, ch)
+		if err != nil {
+			return err
+		}
+		if len(broken) > 0 {
+			return agentenv.BrokenError(next, broken)
+		}
+		return nil
+	}
+}
+
 // runComponents runs the provider and both controllers until ctx ends.
-func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, ready *atomic.Bool, log *slog.Logger) error {
+func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, ready *atomic.Bool, log *slog.Logger, judge AgentJudge) error {
 	b := record.NewBroadcaster()
 	defer b.Shutdown()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
@@ -216,7 +246,7 @@ func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface
 	fs, err := fleetsettings.Register(ctx, fleetsettings.Options{
 		Namespace: cfg.FleetNamespace, RancherNamespace: cfg.RancherNamespace, StateNamespace: cfg.Namespace,
 		ChannelOverride: cfg.ChannelOverride, Deployments: af.Apps().V1().Deployment(), ConfigMaps: cf.Core().V1().ConfigMap(),
-		Client: cs, Triples: provider, Recorder: recorder, Log: log,
+		Client: cs, Triples: provider, Recorder: recorder, Log: log, CheckAgentTriple: judge,
 	})
 	if err != nil {
 		return err

@@ -38,7 +38,7 @@ const certCheckInterval = 30 * time.Second
 // serveTLS starts, on every replica, the HTTPS server of the admission
 // webhook and the /v3/settings API. It returns once the server listens, or
 // with an error; the server stops when ctx ends.
-func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, log *slog.Logger) error {
+func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, log *slog.Logger, judge AgentJudge) error {
 	hosts := append([]string{
 		cfg.WebhookService + "." + cfg.Namespace + ".svc",
 		cfg.WebhookService + "." + cfg.Namespace + ".svc.cluster.local",
@@ -122,7 +122,7 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 		ch, err := fleet.ParseChannel(cm.Data["channel"])
 		return ch, err == nil, nil
 	}
-	(&admission.Webhook{Source: source, Channel: channel, EnvSet: envSet, ServiceAccount: cfg.ServiceAccount, Log: log}).Register(mux)
+	(&admission.Webhook{Source: source, Channel: channel, JudgeAgentTriple: judge, EnvSet: envSet, ServiceAccount: cfg.ServiceAccount, Log: log}).Register(mux)
 	(&settingsapi.Server{Base: rc, Log: log}).Register(mux)
 	ln, err := net.Listen("tcp", cfg.WebhookAddr)
 	if err != nil {

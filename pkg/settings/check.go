@@ -80,18 +80,7 @@ func CheckChange(v View, name, value string) error {
 		return fmt.Errorf("setting %s is %w (env var %s on leasetune's pod)", name, ErrReadOnly, d.EnvVar())
 	}
 	defs := Of(d.Component)
-	var curVals, newVals [3]Resolved
-	for i, od := range defs {
-		in := Input{Object: byName[od.Name]}
-		if in.Object != nil && in.Object.Source == v3.SourceEnv {
-			in.Env, in.EnvSet = in.Object.Value, true
-		}
-		in.Remembered, in.RememberedSet = v.Remembered[od.Name]
-		curVals[i], newVals[i] = Resolve(od, in), Resolve(od, in)
-		if od.Name == name {
-			newVals[i] = Resolve(od, Input{Object: &v3.Setting{Value: value}})
-		}
-	}
+	curVals, newVals := resolveChange(v, byName, d, name, value)
 	// The edited value must make sense on its own.
 	idx := 0
 	for i, od := range defs {
@@ -135,6 +124,43 @@ func CheckChange(v View, name, value string) error {
 		ce.Err = bad
 	}
 	return ce
+}
+
+// resolveChange resolves the three settings of d's component as they are
+// (cur) and with setting name at value (next).
+func resolveChange(v View, byName map[string]*v3.Setting, d Definition, name, value string) (cur, next [3]Resolved) {
+	for i, od := range Of(d.Component) {
+		in := Input{Object: byName[od.Name]}
+		if in.Object != nil && in.Object.Source == v3.SourceEnv {
+			in.Env, in.EnvSet = in.Object.Value, true
+		}
+		in.Remembered, in.RememberedSet = v.Remembered[od.Name]
+		cur[i], next[i] = Resolve(od, in), Resolve(od, in)
+		if od.Name == name {
+			next[i] = Resolve(od, Input{Object: &v3.Setting{Value: value}})
+		}
+	}
+	return cur, next
+}
+
+// Proposed returns the component's triple as the settings are now (cur,
+// curOK when it validates) and with setting name at value (next, nextOK),
+// for checks that judge a change by its effect beyond the triple itself
+// (the webhook's judgement of every agent's effective triple). Errors:
+// ErrUnknownSetting.
+func Proposed(v View, name, value string) (cur election.Timings, curOK bool, next election.Timings, nextOK bool, err error) {
+	d, ok := Lookup(name)
+	if !ok {
+		return cur, false, next, false, fmt.Errorf("%w %q", ErrUnknownSetting, name)
+	}
+	byName := map[string]*v3.Setting{}
+	for i := range v.Objects {
+		byName[v.Objects[i].Name] = &v.Objects[i]
+	}
+	curVals, newVals := resolveChange(v, byName, d, name, value)
+	cur, cerr := Evaluate(d.Component, curVals)
+	next, nerr := Evaluate(d.Component, newVals)
+	return cur, cerr == nil, next, nerr == nil, nil
 }
 
 // ownRules says which of the rules a single value must meet whatever the

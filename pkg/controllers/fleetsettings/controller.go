@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
+	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
@@ -47,6 +48,12 @@ type Options struct {
 	Client kubernetes.Interface
 	// Triples gives the effective triples.
 	Triples settings.Triples
+	// CheckAgentTriple, when set, judges a change of the agent triple from
+	// cur (on fleet-agentmanagement now) to next by its effect on every
+	// agent (agentenv.Index.Judge): an error keeps the agent triple where it
+	// is. Only consulted on Fleet v0.13+, where the global triple combines
+	// with the clusters' own entries.
+	CheckAgentTriple func(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) error
 	// Recorder records Events; may be nil.
 	Recorder record.EventRecorder
 	// Log receives structured logs; slog.Default() when nil.
@@ -65,6 +72,9 @@ type Controller struct {
 	// notApplicable is the channel and agent triple last reported as not
 	// reaching the agents, so that each pair is said once.
 	notApplicable string
+	// refusedSaid is the last refusal of an agent triple change reported,
+	// so that each is said once.
+	refusedSaid string
 }
 
 // Register loads the recorded channel and registers the handlers; start the
@@ -148,14 +158,70 @@ func (c *Controller) EnqueueAll() {
 	c.opts.ConfigMaps.Enqueue(c.opts.RancherNamespace, RancherConfigName)
 }
 
-// inputs gathers the effective triples and the channel.
-func (c *Controller) inputs() Inputs {
+// inputs gathers the effective triples and the channel. A change of the
+// agent triple that CheckAgentTriple refuses is left out (AgentOK false):
+// the agents keep the triple they run.
+func (c *Controller) inputs(ctx context.Context) Inputs {
 	var in Inputs
 	in.Controller, in.ControllerOK = c.opts.Triples.Effective(settings.FleetController)
 	in.Agent, in.AgentOK = c.opts.Triples.Effective(settings.FleetAgent)
 	in.Channel, _ = c.Channel()
+	if in.AgentOK && in.Channel == fleet.ChannelAgentManagement && c.opts.CheckAgentTriple != nil {
+		if cur, ok := c.agentTripleInEffect(); ok && cur != in.Agent {
+			if err := c.judge(ctx, cur, in.Agent, in.Channel); err != nil {
+				in.AgentOK = false
+			}
+		}
+	}
 	return in
 }
+
+// agentTripleInEffect reads FLEET_AGENT_ELECTION_* of fleet-agentmanagement
+// in the cached fleet-controller Deployment: the triple the agents get now.
+func (c *Controller) agentTripleInEffect() (election.Timings, bool) {
+	d, err := c.opts.Deployments.Cache().Get(c.opts.Namespace, fleet.ControllerDeployment)
+	if err != nil {
+		return election.Timings{}, false
+	}
+	for _, ct := range d.Spec.Template.Spec.Containers {
+		if ct.Name == fleet.AgentManagementContainer {
+			t, found, err := election.FleetAgentPrefix.FromEnv(ct.Env)
+			return t, found && err == nil
+		}
+	}
+	return election.Timings{}, false
+}
+
+// judge runs CheckAgentTriple and reports a refusal once, with a Warning
+// Event on each agent Setting and a log line. While a refusal stands, the
+// fleet-controller Deployment is looked at again every RejudgeAfter, so the
+// triple goes out once the clusters that blocked it are fixed.
+func (c *Controller) judge(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) error {
+	err := c.opts.CheckAgentTriple(ctx, cur, next, ch)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	c.opts.Deployments.EnqueueAfter(c.opts.Namespace, fleet.ControllerDeployment, RejudgeAfter)
+	msg := fmt.Sprintf("the agent triple %s is not propagated, the agents keep %s: %v", next, cur, err)
+	c.mu.Lock()
+	said := c.refusedSaid == msg
+	c.refusedSaid = msg
+	c.mu.Unlock()
+	if said {
+		return err
+	}
+	c.log.Warn("agent triple not propagated", "timings", next.String(), "error", err.Error())
+	if c.opts.Recorder != nil {
+		for _, d := range settings.Of(settings.FleetAgent) {
+			ref := &corev1.ObjectReference{APIVersion: "management.cattle.io/v3", Kind: "Setting", Name: d.Name}
+			c.opts.Recorder.Event(ref, corev1.EventTypeWarning, "AgentTimingsRefused", msg)
+		}
+	}
+	return err
+}
+
+// RejudgeAfter is how often a refused agent triple change is judged again.
+const RejudgeAfter = 30 * time.Second
 
 // syncDeployment detects the channel from fleet-controller (before any
 // write to it) and writes the owned env entries that differ.
@@ -174,7 +240,7 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 				"certain", det.Certain, "override", c.opts.ChannelOverride)
 		}
 	}
-	in := c.inputs()
+	in := c.inputs(ctx)
 	changes := Desired(d, in)
 	if len(changes) == 0 {
 		return nil
@@ -209,7 +275,7 @@ func (c *Controller) syncRancherConfig(ctx context.Context, cm *corev1.ConfigMap
 	if cm == nil || cm.Namespace != c.opts.RancherNamespace || cm.Name != RancherConfigName {
 		return nil
 	}
-	in := c.inputs()
+	in := c.inputs(ctx)
 	merged, changed, err := MergeChartValues(cm.Data[RancherConfigKey], in.Controller, in.ControllerOK, in.Agent, in.AgentOK)
 	if err != nil {
 		c.log.Error("rancher-config left alone", "configmap", cm.Namespace+"/"+cm.Name, "error", err)

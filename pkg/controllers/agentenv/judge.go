@@ -1,0 +1,217 @@
+package agentenv
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
+)
+
+// The global agent triple reaches a v0.13+ agent through the entries Fleet
+// renders, and a cluster's own spec.agentEnvVars come after them: where
+// those set CATTLE_ELECTION_* (someone else's entries, which leasetune
+// leaves alone), the agent runs a mix, the last entry of a name winning. A
+// global change that passes every check of its own can so leave an agent
+// with a triple client-go refuses: the judgement below finds such clusters
+// (README, "Validation at the door").
+
+// ClusterEnv is a fleet Cluster's CATTLE_ELECTION_* entries, in order.
+type ClusterEnv struct {
+	Namespace, Name string
+	Env             []corev1.EnvVar
+}
+
+// Key is namespace/name.
+func (c ClusterEnv) Key() string { return c.Namespace + "/" + c.Name }
+
+// Broken is a cluster whose fleet-agent would run an invalid triple.
+type Broken struct {
+	Cluster ClusterEnv
+	// Runs is the triple the agent would run; Err why it is refused.
+	Runs election.Timings
+	Err  error
+}
+
+// JudgeGlobal returns the clusters whose fleet-agent runs a valid triple
+// with the global agent triple cur and would run an invalid one with next
+// (fleet.AgentChannel.AgentRuns), sorted by key. A cluster already broken
+// with cur is not counted: a change that breaks nothing new is never
+// refused, so there is always a way out.
+func JudgeGlobal(cur, next election.Timings, ch fleet.AgentChannel, clusters []ClusterEnv) []Broken {
+	if cur == next || !ch.RendersElectionEnv() || !ch.GlobalReachesAgents() {
+		// Only on v0.13+ does the global triple combine with entries of
+		// others; on v0.9.1+ leasetune writes all three or leaves the
+		// cluster alone.
+		return nil
+	}
+	var out []Broken
+	for _, c := range clusters {
+		before, elects, err := ch.AgentRuns(cur, c.Env)
+		if !elects || err != nil || before.Validate() != nil {
+			continue
+		}
+		after, _, err := ch.AgentRuns(next, c.Env)
+		if err == nil {
+			err = after.Validate()
+		}
+		if err != nil {
+			out = append(out, Broken{Cluster: c, Runs: after, Err: err})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Cluster.Key() < out[j].Cluster.Key() })
+	return out
+}
+
+// BrokenError describes the clusters JudgeGlobal found, the first few by
+// name, for a refusal or an Event.
+func BrokenError(next election.Timings, broken []Broken) error {
+	const show = 5
+	var parts []string
+	for i, b := range broken {
+		if i == show {
+			parts = append(parts, fmt.Sprintf("and %d more", len(broken)-show))
+			break
+		}
+		var own []string
+		for _, e := range b.Cluster.Env {
+			own = append(own, e.Name+"="+e.Value)
+		}
+		parts = append(parts, fmt.Sprintf("%s (its spec.agentEnvVars sets %s, so its agent would run %s: %v)",
+			b.Cluster.Key(), strings.Join(own, " "), b.Runs, b.Err))
+	}
+	return fmt.Errorf("the agent triple %s would leave the fleet-agent of %d cluster(s) with an invalid triple: %s; remove their own CATTLE_ELECTION_* entries (they also duplicate names Fleet renders) or choose values valid with them",
+		next, len(broken), strings.Join(parts, "; "))
+}
+
+// electionEntries returns u's CATTLE_ELECTION_* entries of
+// spec.agentEnvVars (valueFrom marked, its source dropped).
+func electionEntries(u *unstructured.Unstructured) []corev1.EnvVar {
+	env, err := agentEnvVars(u)
+	if err != nil {
+		return nil
+	}
+	var out []corev1.EnvVar
+	for _, e := range toEnvVars(env) {
+		if election.CattlePrefix.Owns(e.Name) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+const withElectionEntries = "withElectionEntries"
+
+// Index watches the fleet Clusters and keeps of each only its name and its
+// CATTLE_ELECTION_* entries (a transform, so the memory grows with those,
+// not with whole objects), indexed so that the clusters carrying any are
+// found without a scan: what JudgeGlobal needs at 10,000 clusters, on
+// every replica that serves the webhook.
+type Index struct {
+	factory  dynamicinformer.DynamicSharedInformerFactory
+	informer cache.SharedIndexInformer
+	client   dynamic.Interface
+}
+
+// NewIndex builds the index; call Start.
+func NewIndex(client dynamic.Interface) *Index {
+	f := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
+	inf := f.ForResource(FleetClusterGVR).Informer()
+	_ = inf.SetTransform(func(obj interface{}) (interface{}, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		slim := &unstructured.Unstructured{Object: map[string]interface{}{}}
+		slim.SetAPIVersion(u.GetAPIVersion())
+		slim.SetKind(u.GetKind())
+		slim.SetNamespace(u.GetNamespace())
+		slim.SetName(u.GetName())
+		slim.SetResourceVersion(u.GetResourceVersion())
+		if entries := electionEntries(u); len(entries) > 0 {
+			var l []interface{}
+			for _, e := range entries {
+				m := map[string]interface{}{"name": e.Name, "value": e.Value}
+				if e.ValueFrom != nil {
+					m["valueFrom"] = map[string]interface{}{}
+				}
+				l = append(l, m)
+			}
+			_ = unstructured.SetNestedSlice(slim.Object, l, "spec", "agentEnvVars")
+		}
+		return slim, nil
+	})
+	_ = inf.AddIndexers(cache.Indexers{withElectionEntries: func(obj interface{}) ([]string, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok && len(electionEntries(u)) > 0 {
+			return []string{"yes"}, nil
+		}
+		return nil, nil
+	}})
+	return &Index{factory: f, informer: inf, client: client}
+}
+
+// Start starts the informer; it stops when ctx ends.
+func (x *Index) Start(ctx context.Context) {
+	x.factory.Start(ctx.Done())
+	go func() { <-ctx.Done(); x.factory.Shutdown() }()
+}
+
+// HasSynced reports whether the index has listed the clusters once.
+func (x *Index) HasSynced() bool { return x.informer.HasSynced() }
+
+// Candidates returns the clusters that carry CATTLE_ELECTION_* entries, as
+// the index has them.
+func (x *Index) Candidates() []ClusterEnv {
+	objs, _ := x.informer.GetIndexer().ByIndex(withElectionEntries, "yes")
+	out := make([]ClusterEnv, 0, len(objs))
+	for _, o := range objs {
+		u := o.(*unstructured.Unstructured)
+		out = append(out, ClusterEnv{Namespace: u.GetNamespace(), Name: u.GetName(), Env: electionEntries(u)})
+	}
+	return out
+}
+
+// Judge runs JudgeGlobal on the index's candidates and confirms each
+// cluster it finds with a live read (a cache may lag behind the very write
+// before this one), so that a refusal never rests on a stale copy.
+func (x *Index) Judge(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) ([]Broken, error) {
+	if cur == next || !ch.RendersElectionEnv() || !ch.GlobalReachesAgents() {
+		return nil, nil
+	}
+	candidates := x.Candidates()
+	if !x.HasSynced() {
+		// Not listed yet: judge from a live list rather than from nothing.
+		l, err := x.client.Resource(FleetClusterGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("list fleet Clusters: %w", err)
+		}
+		candidates = candidates[:0]
+		for i := range l.Items {
+			if e := electionEntries(&l.Items[i]); len(e) > 0 {
+				candidates = append(candidates, ClusterEnv{Namespace: l.Items[i].GetNamespace(), Name: l.Items[i].GetName(), Env: e})
+			}
+		}
+	}
+	found := JudgeGlobal(cur, next, ch, candidates)
+	if len(found) == 0 {
+		return nil, nil
+	}
+	live := make([]ClusterEnv, 0, len(found))
+	for _, b := range found {
+		u, err := x.client.Resource(FleetClusterGVR).Namespace(b.Cluster.Namespace).Get(ctx, b.Cluster.Name, metav1.GetOptions{})
+		if err != nil {
+			continue // gone: it breaks nothing
+		}
+		live = append(live, ClusterEnv{Namespace: b.Cluster.Namespace, Name: b.Cluster.Name, Env: electionEntries(u)})
+	}
+	return JudgeGlobal(cur, next, ch, live), nil
+}
