@@ -38,6 +38,7 @@ var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Ver
 // server is a manager running in this process, with its webhook on addr.
 type server struct {
 	ns, addr string
+	fleetNS  string
 	cancel   context.CancelFunc
 	done     chan error
 }
@@ -58,7 +59,7 @@ func freeAddr(t *testing.T) string {
 func startServer(t *testing.T, env map[string]string) *server {
 	t.Helper()
 	resetSettings(t)
-	s := &server{ns: cp.Namespace(t), addr: freeAddr(t), done: make(chan error, 1)}
+	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), addr: freeAddr(t), done: make(chan error, 1)}
 	installWebhookConfig(t, s)
 	sa := rest.CopyConfig(cp.Config)
 	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + s.ns + ":leasetune", Groups: []string{"system:masters"}}
@@ -66,7 +67,7 @@ func startServer(t *testing.T, env map[string]string) *server {
 	s.cancel = cancel
 	go func() {
 		s.done <- manager.Run(ctx, sa, manager.Config{
-			Namespace: s.ns, FleetNamespace: cp.Namespace(t), RancherNamespace: cp.Namespace(t),
+			Namespace: s.ns, FleetNamespace: s.fleetNS, RancherNamespace: cp.Namespace(t),
 			QPS: 100, Burst: 200, Workers: 1,
 			WebhookAddr: s.addr, WebhookService: "leasetune-webhook", WebhookHosts: []string{"127.0.0.1"}, CertCheckInterval: time.Second,
 			WebhookConfigName: "leasetune", ServiceAccount: "system:serviceaccount:" + s.ns + ":leasetune",
