@@ -24,6 +24,7 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
@@ -121,6 +122,12 @@ func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 	// Fleet Deployments.
 	in := fleetsettings.Inputs{Controller: ctrl.Effective, ControllerOK: ctrl.HasEffective,
 		Agent: agent.Effective, AgentOK: agent.HasEffective, Channel: r.Channel}
+	if in.AgentOK {
+		if err := judgeAgents(ctx, dyn, deps.Items, in); err != nil {
+			in.AgentOK = false // the controller keeps the agents' triple too
+			r.LeftAlone = append(r.LeftAlone, "fleet-agentmanagement FLEET_AGENT_ELECTION_*: "+err.Error())
+		}
+	}
 	for i := range deps.Items {
 		d := &deps.Items[i]
 		for _, ch := range fleetsettings.Desired(d, in) {
@@ -159,6 +166,45 @@ func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 		return nil, err
 	}
 	return r, nil
+}
+
+// judgeAgents judges, as the controller does before it writes, a change of
+// the agent triple on fleet-agentmanagement by what every v0.13+ agent
+// would run (agentenv.JudgeGlobal, from a live list of the fleet Clusters).
+func judgeAgents(ctx context.Context, dyn dynamic.Interface, deps []appsv1.Deployment, in fleetsettings.Inputs) error {
+	if in.Channel != fleet.ChannelAgentManagement {
+		return nil
+	}
+	var cur election.Timings
+	var found bool
+	for _, d := range deps {
+		if d.Name != fleet.ControllerDeployment {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Name == fleet.AgentManagementContainer {
+				cur, found, _ = election.FleetAgentPrefix.FromEnv(c.Env)
+			}
+		}
+	}
+	if !found || cur == in.Agent {
+		return nil
+	}
+	l, err := dyn.Resource(agentenv.FleetClusterGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("list fleet Clusters: %w", err)
+	}
+	var clusters []agentenv.ClusterEnv
+	for i := range l.Items {
+		clusters = append(clusters, agentenv.ClusterEnvOf(&l.Items[i]))
+	}
+	if broken := agentenv.JudgeGlobal(cur, in.Agent, in.Channel, clusters); len(broken) > 0 {
+		return agentenv.BrokenError(in.Agent, broken)
+	}
+	return nil
 }
 
 func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent settings.ComponentStatus) error {

@@ -93,6 +93,11 @@ func BrokenError(next election.Timings, broken []Broken) error {
 		next, len(broken), strings.Join(parts, "; "))
 }
 
+// ClusterEnvOf returns a fleet Cluster's election entries for JudgeGlobal.
+func ClusterEnvOf(u *unstructured.Unstructured) ClusterEnv {
+	return ClusterEnv{Namespace: u.GetNamespace(), Name: u.GetName(), Env: electionEntries(u)}
+}
+
 // electionEntries returns u's CATTLE_ELECTION_* entries of
 // spec.agentEnvVars (valueFrom marked, its source dropped).
 func electionEntries(u *unstructured.Unstructured) []corev1.EnvVar {
@@ -175,7 +180,7 @@ func (x *Index) Candidates() []ClusterEnv {
 	out := make([]ClusterEnv, 0, len(objs))
 	for _, o := range objs {
 		u := o.(*unstructured.Unstructured)
-		out = append(out, ClusterEnv{Namespace: u.GetNamespace(), Name: u.GetName(), Env: electionEntries(u)})
+		out = append(out, ClusterEnvOf(u))
 	}
 	return out
 }
@@ -196,8 +201,8 @@ func (x *Index) Judge(ctx context.Context, cur, next election.Timings, ch fleet.
 		}
 		candidates = candidates[:0]
 		for i := range l.Items {
-			if e := electionEntries(&l.Items[i]); len(e) > 0 {
-				candidates = append(candidates, ClusterEnv{Namespace: l.Items[i].GetNamespace(), Name: l.Items[i].GetName(), Env: e})
+			if c := ClusterEnvOf(&l.Items[i]); len(c.Env) > 0 {
+				candidates = append(candidates, c)
 			}
 		}
 	}
@@ -211,7 +216,7 @@ func (x *Index) Judge(ctx context.Context, cur, next election.Timings, ch fleet.
 		if err != nil {
 			continue // gone: it breaks nothing
 		}
-		live = append(live, ClusterEnv{Namespace: b.Cluster.Namespace, Name: b.Cluster.Name, Env: electionEntries(u)})
+		live = append(live, ClusterEnvOf(u))
 	}
 	return JudgeGlobal(cur, next, ch, live), nil
 }
