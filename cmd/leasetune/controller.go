@@ -15,6 +15,7 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/rancher"
+	"leasetune.io/leasetune/pkg/settings"
 )
 
 // kubeFlags are the flags every command that talks to a cluster shares.
@@ -145,6 +146,7 @@ it exits 0.`,
 	f.StringVar(&cfg.FleetNamespace, "fleet-namespace", fleet.DefaultNamespace, "the Fleet system namespace")
 	f.StringVar(&cfg.RancherNamespace, "rancher-namespace", "cattle-system", "the namespace of Rancher's rancher-config ConfigMap")
 	f.StringVar(&channel, "fleet-agent-channel", "auto", "how fleet-agents get their timings: auto (detect), agentmanagement (Fleet v0.13+), fixed-v0.12, cluster-env-v0.9 (v0.9.1+), fixed-v0.9.0, none (v0.10-v0.11)")
+	f.DurationVar(&cfg.Settle, "settle", settings.DefaultSettle, "how long a component's three settings must be unchanged before a new triple takes effect, so that editing them one after another rolls once (0: at once)")
 	f.StringVar(&cfg.RancherDeployment, "rancher-deployment", rancher.DefaultDeployment, "the Rancher Deployment in --rancher-namespace, whose image tag tells the Rancher version")
 	f.StringVar(&rancherVersion, "rancher-version", "auto", "the Rancher version (vX.Y.Z), instead of reading it from the Rancher Deployment's image: it decides which cluster object is the source of an imported cluster's agent env")
 	f.BoolVar(&cfg.InstallCRDs, "install-crds", true, "create the Setting CRD when it is missing (never replaces Rancher's)")

@@ -28,6 +28,9 @@ type Config struct {
 	RancherVersion    rancher.Version
 	// ChannelOverride replaces the Fleet agent channel detection when set.
 	ChannelOverride fleet.AgentChannel
+	// Settle is how long a component's settings must be unchanged before a
+	// new triple takes effect (settings.DefaultSettle); 0: at once.
+	Settle time.Duration
 	// InstallCRDs creates the Setting CRD when it is missing.
 	InstallCRDs bool
 

@@ -230,7 +230,7 @@ func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface
 	}
 	provider := settings.NewProvider(settings.ProviderOptions{
 		Settings: mf.Management().V3().Setting(), ConfigMaps: cs.CoreV1(), Namespace: cfg.Namespace,
-		Recorder: recorder, LookupEnv: cfg.LookupEnv, Log: log,
+		Recorder: recorder, LookupEnv: cfg.LookupEnv, Log: log, Settle: cfg.Settle,
 	})
 	if err := provider.Register(ctx); err != nil {
 		return err

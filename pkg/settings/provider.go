@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,7 +40,18 @@ const (
 	ReasonApplied = "TimingsApplied"
 	// ReasonRestored: a deleted Setting was recreated.
 	ReasonRestored = "SettingRestored"
+	// ReasonPending: a new valid triple waits for the settle time.
+	ReasonPending = "TimingsPending"
 )
+
+// DefaultSettle is how long a component's three settings must stay
+// unchanged before a new triple takes effect (--settle). An operator who
+// follows the webhook's hint edits up to three settings one after another:
+// with kubectl or the Rancher UI that takes a few seconds each, and every
+// triple that took effect on the way would roll the Fleet Deployments and
+// redeploy agents. 10s covers such a sequence and delays a change by no
+// more than that.
+const DefaultSettle = 10 * time.Second
 
 // ProviderOptions configures a Provider.
 type ProviderOptions struct {
@@ -56,6 +68,12 @@ type ProviderOptions struct {
 	Recorder record.EventRecorder
 	// LookupEnv reads the env overrides; os.LookupEnv when nil.
 	LookupEnv func(string) (string, bool)
+	// Settle is how long a component's settings must be unchanged before
+	// a new valid triple takes effect (batching; see DefaultSettle); 0
+	// applies it at once. The first triple known takes effect at once.
+	Settle time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
 	// Log receives structured logs; slog.Default() when nil.
 	Log *slog.Logger
 }
@@ -70,6 +88,10 @@ type ComponentStatus struct {
 	HasEffective bool
 	// Refused is why Inputs did not take effect; nil when they did.
 	Refused error
+	// Pending is a valid triple that waits for the settle time to take
+	// effect, at PendingAt; nil when none waits.
+	Pending   *election.Timings
+	PendingAt time.Time
 }
 
 // Provider keeps the six Setting objects in place and resolves them into
@@ -87,6 +109,14 @@ type Provider struct {
 	refused   map[Component]string // key of the last refusal reported
 	listeners []func()
 	stateCM   *corev1.ConfigMap // last read or written state ConfigMap
+	pending   map[Component]pendingTriple
+}
+
+// pendingTriple is a valid stored triple waiting for the settle time.
+type pendingTriple struct {
+	t     election.Timings
+	since time.Time
+	said  bool
 }
 
 var _ Triples = (*Provider)(nil)
@@ -103,11 +133,15 @@ func NewProvider(opts ProviderOptions) *Provider {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	return &Provider{
 		opts:    opts,
 		log:     opts.Log.With("component", "settings"),
 		status:  map[Component]ComponentStatus{},
 		refused: map[Component]string{},
+		pending: map[Component]pendingTriple{},
 	}
 }
 
@@ -283,17 +317,46 @@ func (p *Provider) sync(ctx context.Context) error {
 		}
 	}
 	statuses := map[Component]ComponentStatus{}
+	var waiting []Component // pending changes to say
+	now := p.opts.Now()
+	p.mu.Lock()
 	for _, c := range Components {
 		var vals [3]Resolved
 		for i, d := range Of(c) {
 			vals[i] = Resolve(d, inputs[d.Name])
 		}
 		t, err := Evaluate(c, vals)
-		statuses[c] = ComponentStatus{Inputs: vals, Refused: err}
-		if err == nil {
+		st := ComponentStatus{Inputs: vals, Refused: err}
+		cur, had := next.Effective[c]
+		switch {
+		case err != nil || (had && cur == t):
+			// Invalid: the last good triple stays whole, nothing waits.
+			delete(p.pending, c)
+		case !had || p.opts.Settle <= 0:
 			next.Effective[c] = t
+			delete(p.pending, c)
+		default:
+			// Batching: the triple takes effect once the settings have
+			// been unchanged for the settle time.
+			pt, ok := p.pending[c]
+			if !ok || pt.t != t {
+				pt = pendingTriple{t: t, since: now}
+			}
+			if at := pt.since.Add(p.opts.Settle); !now.Before(at) {
+				next.Effective[c] = t
+				delete(p.pending, c)
+			} else {
+				p.pending[c] = pt
+				st.Pending, st.PendingAt = &pt.t, at
+				p.opts.Settings.EnqueueAfter(Of(c)[0].Name, at.Sub(now))
+				if !pt.said {
+					waiting = append(waiting, c)
+				}
+			}
 		}
+		statuses[c] = st
 	}
+	p.mu.Unlock()
 	stored, err := p.persist(ctx, next)
 	if err != nil {
 		return err
@@ -317,6 +380,25 @@ func (p *Provider) sync(ctx context.Context) error {
 
 	for _, c := range Components {
 		p.report(c, statuses[c], stored)
+	}
+	for _, c := range waiting {
+		st := statuses[c]
+		p.mu.Lock()
+		if pt, ok := p.pending[c]; ok && pt.t == *st.Pending {
+			pt.said = true
+			p.pending[c] = pt
+		}
+		p.mu.Unlock()
+		keep := "nothing is in effect yet"
+		if t, ok := stored.Effective[c]; ok {
+			keep = t.String() + " stays in effect until then"
+		}
+		msg := fmt.Sprintf("%s takes effect for %s at %s, once the three settings have been unchanged for %s; %s",
+			*st.Pending, c, st.PendingAt.UTC().Format(time.RFC3339), p.opts.Settle, keep)
+		p.log.Info("timings pending", "setting-component", c, "timings", st.Pending.String(), "at", st.PendingAt)
+		for _, d := range Of(c) {
+			p.event(d.Name, "", corev1.EventTypeNormal, ReasonPending, msg)
+		}
 	}
 	for _, c := range applied {
 		t := stored.Effective[c]

@@ -56,6 +56,12 @@ func settingClient(t *testing.T) mgmtcontrollers.SettingClient {
 // whose env is env, and waits until it has synced once.
 func startProvider(t *testing.T, ns string, env map[string]string) *running {
 	t.Helper()
+	return startProviderWith(t, ns, env, 0)
+}
+
+// startProviderWith is startProvider with a settle time (batching).
+func startProviderWith(t *testing.T, ns string, env map[string]string, settle time.Duration) *running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	f, err := management.NewFactoryFromConfig(cp.Config)
 	if err != nil {
@@ -72,7 +78,8 @@ func startProvider(t *testing.T, ns string, env map[string]string) *running {
 			v, ok := env[k]
 			return v, ok
 		},
-		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Log:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Settle: settle,
 	})
 	r := &running{Provider: p}
 	p.OnChange(func() {

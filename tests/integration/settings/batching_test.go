@@ -1,0 +1,96 @@
+package settings_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+// TestThreeEditsInARowTakeEffectOnce: the three agent settings edited one
+// after another within the settle time (the webhook's own hint gives such
+// an order) make one change in effect, not three: one notification, one
+// TimingsApplied per setting, a TimingsPending first; the intermediate
+// triples never take effect.
+func TestThreeEditsInARowTakeEffectOnce(t *testing.T) {
+	resetSettings(t)
+	clearEvents(t)
+	ns := cp.Namespace(t)
+	const settle = 4 * time.Second
+	r := startProviderWith(t, ns, nil, settle)
+	eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s")) })
+	r.mu.Lock()
+	r.notified = nil
+	r.mu.Unlock()
+
+	began := time.Now()
+	setValue(t, "fleet-agent-leader-election-lease-duration", "60s")
+	time.Sleep(time.Second)
+	setValue(t, "fleet-agent-leader-election-renew-deadline", "50s")
+	time.Sleep(time.Second)
+	setValue(t, "fleet-agent-leader-election-retry-period", "20s")
+	want := tm("60s", "50s", "20s")
+	waitEvent(t, "fleet-agent-leader-election-retry-period", settings.ReasonPending, want.String(), "once the three settings have been unchanged for 4s")
+	if st := r.Status(settings.FleetAgent); st.Pending == nil || *st.Pending != want {
+		t.Errorf("status while pending: %+v", st)
+	}
+	consistently(t, "the old triple stays until the settle time has passed", settle-time.Second, func() bool {
+		return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s"))
+	})
+	eventually(t, "the whole triple in effect", func() bool { return r.effectiveIs(settings.FleetAgent, want) })
+	if took := time.Since(began); took < 2*time.Second+settle {
+		t.Errorf("took effect after %s, before the settings had been unchanged for %s", took, settle)
+	}
+	time.Sleep(time.Second)
+	r.mu.Lock()
+	notified := append([]interface{}{}, func() []interface{} {
+		var out []interface{}
+		for _, n := range r.notified {
+			out = append(out, n)
+		}
+		return out
+	}()...)
+	r.mu.Unlock()
+	// Each notification lists the triples in effect of both components.
+	changes := 0
+	for _, n := range notified {
+		if strings.Contains(n.(interface{ String() string }).String(), "1m0s") {
+			changes++
+		}
+	}
+	if len(notified) != 2 || changes != 1 {
+		t.Errorf("notified %v: want one change (both components listed once)", notified)
+	}
+	for _, name := range []string{"fleet-agent-leader-election-lease-duration", "fleet-agent-leader-election-renew-deadline", "fleet-agent-leader-election-retry-period"} {
+		var applied []string
+		for _, m := range events(t, name, settings.ReasonApplied) {
+			if strings.Contains(m, "1m0s") {
+				applied = append(applied, m)
+			}
+		}
+		if len(applied) != 1 || !strings.Contains(applied[0], want.String()) {
+			t.Errorf("%s: applied events %v, want one for %s", name, applied, want)
+		}
+	}
+	r.assertNotifiedValid(t)
+}
+
+// TestInvalidStoredTripleKeepsTheLastGoodWhole: two edits that are each
+// valid against the triple in effect but together invalid (renew 13s and
+// retry 11s against 30s/25s/10s: 13s < 2 × 11s) leave the last good triple
+// whole in effect, not a mix nobody chose, and nothing pending.
+func TestInvalidStoredTripleKeepsTheLastGoodWhole(t *testing.T) {
+	resetSettings(t)
+	ns := cp.Namespace(t)
+	r := startProviderWith(t, ns, nil, 2*time.Second)
+	eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "10s")) })
+	setValue(t, "fleet-leader-election-renew-deadline", "13s")
+	setValue(t, "fleet-leader-election-retry-period", "11s")
+	eventually(t, "inputs seen", func() bool { return r.inputsAre(settings.FleetController, "30s", "13s", "11s") })
+	consistently(t, "the last good triple stays whole", 4*time.Second, func() bool {
+		st := r.Status(settings.FleetController)
+		return r.effectiveIs(settings.FleetController, tm("30s", "25s", "10s")) && st.Pending == nil
+	})
+	r.assertNotifiedValid(t)
+}
