@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -59,11 +61,27 @@ func (p *planFlags) clients() (kubernetes.Interface, dynamic.Interface, error) {
 // newPlanCommand returns `leasetune plan`.
 func newPlanCommand() *cobra.Command {
 	var pf planFlags
+	var set []string
+	var output string
 	cmd := &cobra.Command{
 		Use:   "plan",
-		Short: "Print every write the controller would make now, and which agents would restart, without writing",
-		Args:  cobra.NoArgs,
+		Short: "Print every write the controller would make now, or after --set, and which agents would restart, without writing",
+		Long: `Print every write the controllers would make now, and what each restarts,
+with the totals and the lock requests per hour, without writing anything.
+With --set NAME=VALUE (repeatable, applied in order, each checked as the
+webhook checks it), print what that proposed change would write and restart.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" {
+				return &usageError{fmt.Errorf("--output %q: want text or json", output)}
+			}
+			for _, a := range set {
+				as, err := plan.ParseAssignment(a)
+				if err != nil {
+					return &usageError{fmt.Errorf("--set %w", err)}
+				}
+				pf.opts.Set = append(pf.opts.Set, as)
+			}
 			cs, dyn, err := pf.clients()
 			if err != nil {
 				return err
@@ -72,18 +90,28 @@ func newPlanCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if output == "json" {
+				b, err := r.JSON()
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return err
+			}
 			r.Print(cmd.OutOrStdout())
 			return nil
 		},
 	}
 	pf.add(cmd)
+	cmd.Flags().StringArrayVar(&set, "set", nil, "a proposed setting value NAME=VALUE (repeatable, applied in order)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
 }
 
 // newCleanupCommand returns `leasetune cleanup`.
 func newCleanupCommand() *cobra.Command {
 	var pf planFlags
-	var yes bool
+	var yes, force bool
 	cmd := &cobra.Command{
 		Use:   "cleanup",
 		Short: "Remove the cluster agent env entries and the state leasetune wrote (lists first; --yes to do it)",
@@ -108,6 +136,11 @@ keep their values: see the listing.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if yes && !force {
+				if holder, held := leaseHeld(ctx, cs, pf.opts.Namespace); held {
+					return fmt.Errorf("cleanup refused: %s holds leasetune's Lease %s/leasetune, so a controller is running and would write everything again at once; uninstall the chart (or stop the controller) first, or pass --force", holder, pf.opts.Namespace)
+				}
+			}
 			if !yes {
 				c.Print(out, false)
 				fmt.Fprintln(out, "\nNothing was removed: run again with --yes to remove the above.")
@@ -122,5 +155,20 @@ keep their values: see the listing.`,
 	}
 	pf.add(cmd)
 	cmd.Flags().BoolVar(&yes, "yes", false, "remove, after listing")
+	cmd.Flags().BoolVar(&force, "force", false, "with --yes: remove even while a controller holds leasetune's Lease")
 	return cmd
+}
+
+// leaseHeld reports whether leasetune's Lease in ns is held by someone now:
+// a holder whose renewal is younger than the lease duration.
+func leaseHeld(ctx context.Context, cs kubernetes.Interface, ns string) (string, bool) {
+	l, err := cs.CoordinationV1().Leases(ns).Get(ctx, "leasetune", metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		return "", false
+	}
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return *l.Spec.HolderIdentity, true
+	}
+	expires := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+	return *l.Spec.HolderIdentity, time.Now().Before(expires)
 }

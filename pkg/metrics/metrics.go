@@ -27,6 +27,14 @@ var (
 		Name: "leasetune_writes_total",
 		Help: "Writes made to propagate timings, per target kind (deployment, rancher-config, cluster).",
 	}, []string{"target"})
+	// Restarts is the restart ledger: what leasetune's writes restarted, by
+	// kind: "deployment-rollout" (a Fleet Deployment), "fleet-agent",
+	// "cattle-cluster-agent", "node-plan" (a Rancher-provisioned cluster
+	// whose nodes are re-planned).
+	Restarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "leasetune_restarts_total",
+		Help: "Restarts leasetune's writes caused, by kind (deployment-rollout, fleet-agent, cattle-cluster-agent, node-plan).",
+	}, []string{"kind"})
 	// AgentChannel is 1 for the detected Fleet agent channel and 0 for the others.
 	AgentChannel = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "leasetune_fleet_agent_channel",
@@ -63,5 +71,5 @@ var (
 
 func init() {
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		SettingsApplied, SettingsRefused, Writes, AgentChannel, AgentTimingsApplicable, ClustersLeftAlone, PropagationSeconds, QueueDepth)
+		SettingsApplied, SettingsRefused, Writes, Restarts, AgentChannel, AgentTimingsApplicable, ClustersLeftAlone, PropagationSeconds, QueueDepth)
 }

@@ -7,6 +7,7 @@ package plan
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -38,18 +39,39 @@ type Options struct {
 	// RancherVersion, when known, replaces reading its image.
 	RancherDeployment string
 	RancherVersion    rancher.Version
+	// Set is a proposed change (`plan --set NAME=VALUE`), applied in
+	// order over the current Setting values, each checked as the webhook
+	// would check it (settings.CheckChange): the report is then what the
+	// controllers would do after it.
+	Set []Assignment
+}
+
+// Assignment is one NAME=VALUE of `plan --set`.
+type Assignment struct{ Name, Value string }
+
+// ParseAssignment reads NAME=VALUE; NAME must be one of the settings.
+func ParseAssignment(s string) (Assignment, error) {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok {
+		return Assignment{}, fmt.Errorf("%q: want NAME=VALUE", s)
+	}
+	if _, known := settings.Lookup(name); !known {
+		return Assignment{}, fmt.Errorf("%q: %w %q", s, settings.ErrUnknownSetting, name)
+	}
+	return Assignment{Name: name, Value: value}, nil
 }
 
 // Change is one field a write would change.
 type Change struct {
 	// Object names the object, e.g. "Deployment cattle-fleet-system/gitjob".
-	Object string
+	Object string `json:"object"`
 	// Field names the field, e.g. "container gitjob env CATTLE_ELECTION_RETRY_PERIOD".
-	Field string
+	Field string `json:"field"`
 	// Old and New are the values ("" for absent).
-	Old, New string
+	Old string `json:"old"`
+	New string `json:"new"`
 	// Restarts says what the write redeploys.
-	Restarts string
+	Restarts string `json:"restarts"`
 }
 
 // Report is the outcome of Compute.
@@ -61,6 +83,16 @@ type Report struct {
 	Rancher   rancher.Version
 	Changes   []Change
 	LeftAlone []string
+	// Before are the triples as the settings are now, when Set proposes a
+	// change; Refused lists the proposed values refused, as the webhook
+	// would refuse them (they are left out).
+	Before  map[settings.Component]settings.ComponentStatus `json:"-"`
+	Refused []string
+	// clusters is the number of fleet Clusters (one fleet-agent lock each);
+	// fleetLocks the Fleet controller processes (one lock each).
+	clusters, fleetLocks int
+	// agentLocksBefore/After are the fleet-agents' lock requests per hour.
+	agentLocksBefore, agentLocksAfter float64
 	// objects are every cluster object of the three kinds; targets the
 	// ones that are the source of a cluster's agent env (Route), the only
 	// ones cleanup writes.
@@ -93,6 +125,10 @@ func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 	var stateData map[string]string
 	if cm, err := cs.CoreV1().ConfigMaps(opts.Namespace).Get(ctx, settings.DefaultStateName, metav1.GetOptions{}); err == nil {
 		stateData = cm.Data
+	}
+	if len(opts.Set) > 0 {
+		r.Before, _ = settings.Snapshot(objs, stateData)
+		objs = r.propose(objs, stateData, opts.Set)
 	}
 	if r.Triples, err = settings.Snapshot(objs, stateData); err != nil {
 		r.LeftAlone = append(r.LeftAlone, "state: "+err.Error())
@@ -130,6 +166,13 @@ func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 	}
 	for i := range deps.Items {
 		d := &deps.Items[i]
+		if fleet.IsTarget(d) {
+			for _, c := range d.Spec.Template.Spec.Containers {
+				if fleet.IsFleetContainer(c.Name) {
+					r.fleetLocks++
+				}
+			}
+		}
 		for _, ch := range fleetsettings.Desired(d, in) {
 			for _, e := range ch.Env {
 				r.Changes = append(r.Changes, Change{
@@ -166,6 +209,31 @@ func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 		return nil, err
 	}
 	return r, nil
+}
+
+// propose applies the assignments in order to copies of objs, each checked
+// as the webhook checks it; a refused one is recorded and left out.
+func (r *Report) propose(objs []v3.Setting, stateData map[string]string, set []Assignment) []v3.Setting {
+	out := append([]v3.Setting{}, objs...)
+	for _, a := range set {
+		v := settings.View{Objects: out, Remembered: settings.RememberedValues(stateData)}
+		if err := settings.CheckChange(v, a.Name, a.Value); err != nil {
+			r.Refused = append(r.Refused, fmt.Sprintf("%s=%s: %v", a.Name, a.Value, err))
+			continue
+		}
+		found := false
+		for i := range out {
+			if out[i].Name == a.Name {
+				out[i].Value, found = a.Value, true
+			}
+		}
+		if !found {
+			s := v3.Setting{Value: a.Value}
+			s.Name = a.Name
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // judgeAgents judges, as the controller does before it writes, a change of
@@ -245,6 +313,7 @@ func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent 
 	for i := range mgmts {
 		mgmtBy[mgmts[i].GetName()] = &mgmts[i]
 	}
+	r.clusters = len(fcs)
 	for i := range fcs {
 		fc := &fcs[i]
 		name := fc.GetLabels()[agentenv.MgmtNameLabel]
@@ -262,6 +331,14 @@ func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent 
 			continue
 		}
 		d := rt.Decide(agent.Effective, r.Channel)
+		if d.Elects {
+			r.agentLocksAfter += election.CostOf(d.Runs, 0, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+		}
+		if before, ok := r.Before[settings.FleetAgent]; ok && before.HasEffective {
+			if b := rt.Decide(before.Effective, r.Channel); b.Elects {
+				r.agentLocksBefore += election.CostOf(b.Runs, 0, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+			}
+		}
 		if d.Problem != "" {
 			r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("%s: %s: %v", rt.TargetRef, d.Problem, d.Err))
 		}
@@ -329,6 +406,8 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "%s: %s in effect (the current settings are refused: %v)\n", c, st.Effective, st.Refused)
 		case st.Refused != nil:
 			fmt.Fprintf(w, "%s: no valid triple: %v; nothing is propagated for it\n", c, st.Refused)
+		case st.Pending != nil && r.Before == nil:
+			fmt.Fprintf(w, "%s: %s, pending: it takes effect once the three settings have been unchanged for the settle time (the writes below are what it makes then)\n", c, st.Effective)
 		default:
 			fmt.Fprintf(w, "%s: %s\n", c, st.Effective)
 		}
@@ -358,4 +437,98 @@ func (r *Report) Print(w io.Writer) {
 	for _, l := range r.LeftAlone {
 		fmt.Fprintf(w, "left alone: %s\n", l)
 	}
+	for _, l := range r.Refused {
+		fmt.Fprintf(w, "refused (as the webhook would): %s\n", l)
+	}
+	t := r.Totals()
+	fmt.Fprintf(w, "\nRestarts: %d Deployment rollout(s), %d fleet-agent redeploy(s), %d cattle-cluster-agent redeploy(s), %d cluster(s) whose nodes are re-planned.\n",
+		t.Rollouts, t.FleetAgents, t.ClusterAgents, t.NodePlans)
+	fmt.Fprintf(w, "Lock requests per hour (client-go before v0.30, one replica per Fleet process): Fleet controllers %.0f, fleet-agents %.0f",
+		t.ControllerLocksAfter, t.AgentLocksAfter)
+	if r.Before != nil {
+		fmt.Fprintf(w, " (now %.0f and %.0f)", t.ControllerLocksBefore, t.AgentLocksBefore)
+	}
+	fmt.Fprintln(w, ".")
+}
+
+// Totals counts what a report restarts and what the locks cost.
+type Totals struct {
+	Rollouts      int `json:"deploymentRollouts"`
+	FleetAgents   int `json:"fleetAgentRedeploys"`
+	ClusterAgents int `json:"clusterAgentRedeploys"`
+	NodePlans     int `json:"nodePlanClusters"`
+	// Lock requests per hour of the Fleet controller processes and of
+	// all fleet-agents, after the change (and before it, with Set).
+	ControllerLocksBefore float64 `json:"controllerLockRequestsPerHourBefore,omitempty"`
+	ControllerLocksAfter  float64 `json:"controllerLockRequestsPerHour"`
+	AgentLocksBefore      float64 `json:"agentLockRequestsPerHourBefore,omitempty"`
+	AgentLocksAfter       float64 `json:"agentLockRequestsPerHour"`
+}
+
+// Totals returns the report's restart counts (from each change's
+// restarts) and the lock cost (pkg/election's model, 1 leader per lock).
+func (r *Report) Totals() Totals {
+	var t Totals
+	seen := map[string]bool{}
+	for _, c := range r.Changes {
+		if seen[c.Object] {
+			continue
+		}
+		seen[c.Object] = true
+		switch {
+		case strings.HasPrefix(c.Object, "Deployment "):
+			t.Rollouts++
+		case strings.HasPrefix(c.Restarts, "fleet-agent"):
+			t.FleetAgents++
+			if strings.Contains(c.Restarts, "cattle-cluster-agent") {
+				t.ClusterAgents++
+			}
+			if strings.Contains(c.Restarts, "every node") {
+				t.NodePlans++
+			}
+		}
+	}
+	cost := func(st settings.ComponentStatus) float64 {
+		if !st.HasEffective {
+			return 0
+		}
+		return float64(r.fleetLocks) * election.CostOf(st.Effective, 0, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+	}
+	t.ControllerLocksAfter, t.AgentLocksAfter = cost(r.Triples[settings.FleetController]), r.agentLocksAfter
+	if r.Before != nil {
+		t.ControllerLocksBefore, t.AgentLocksBefore = cost(r.Before[settings.FleetController]), r.agentLocksBefore
+	}
+	return t
+}
+
+// JSON is the report as `plan --output json` prints it.
+func (r *Report) JSON() ([]byte, error) {
+	type triple struct {
+		Component string `json:"component"`
+		InEffect  string `json:"inEffect,omitempty"`
+		Refused   string `json:"refused,omitempty"`
+	}
+	out := struct {
+		Triples   []triple `json:"triples"`
+		Channel   string   `json:"channel"`
+		Changes   []Change `json:"changes"`
+		LeftAlone []string `json:"leftAlone"`
+		Refused   []string `json:"refused"`
+		Totals    Totals   `json:"totals"`
+	}{Channel: string(r.Channel), Changes: r.Changes, LeftAlone: r.LeftAlone, Refused: r.Refused, Totals: r.Totals()}
+	for _, c := range settings.Components {
+		st := r.Triples[c]
+		tr := triple{Component: string(c)}
+		if st.HasEffective {
+			tr.InEffect = st.Effective.String()
+		}
+		if st.Refused != nil {
+			tr.Refused = st.Refused.Error()
+		}
+		out.Triples = append(out.Triples, tr)
+	}
+	if out.Changes == nil {
+		out.Changes = []Change{}
+	}
+	return json.MarshalIndent(out, "", "  ")
 }

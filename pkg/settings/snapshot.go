@@ -32,6 +32,12 @@ func Snapshot(objs []v3.Setting, stateData map[string]string) (map[Component]Com
 		cs := ComponentStatus{Inputs: vals, Refused: verr}
 		if verr == nil {
 			cs.Effective, cs.HasEffective = t, true
+			if last, ok := st.Effective[c]; ok && last != t {
+				// Stored and valid, not yet in effect: the Provider applies
+				// it once the settings have been unchanged for the settle time.
+				pending := t
+				cs.Pending = &pending
+			}
 		} else if last, ok := st.Effective[c]; ok {
 			cs.Effective, cs.HasEffective = last, true
 		}

@@ -540,6 +540,15 @@ func Restarts(rt Routing) string {
 // wrote counts, logs and records a write.
 func (c *Controller) wrote(rt Routing, d Decision) {
 	metrics.Writes.WithLabelValues("cluster").Inc()
+	if d.Change {
+		metrics.Restarts.WithLabelValues("fleet-agent").Inc()
+		if rt.RancherManaged {
+			metrics.Restarts.WithLabelValues("cattle-cluster-agent").Inc()
+		}
+		if rt.Provisioned {
+			metrics.Restarts.WithLabelValues("node-plan").Inc()
+		}
+	}
 	c.mu.Lock()
 	at := c.changeAt
 	c.mu.Unlock()

@@ -258,6 +258,7 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 		return fmt.Errorf("patch deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	c.wrote("deployment")
+	metrics.Restarts.WithLabelValues("deployment-rollout").Inc()
 	var names []string
 	for _, ch := range changes {
 		names = append(names, ch.Container)
