@@ -106,22 +106,46 @@ func (c channels) OnChannelChange(func())              {}
 
 // ---- leasetune's writes, by object -------------------------------------
 
-// writeLog counts the controller's non-GET requests by URL path.
+// writeLog counts the controller's writes (non-GET requests the API
+// server accepted) by URL path. Requests it refused (a 409 conflict on a
+// stale resourceVersion) change nothing and are kept apart, in rejected.
 type writeLog struct {
-	next   http.RoundTripper
-	mu     sync.Mutex
-	byPath map[string]int
-	total  int
+	next     http.RoundTripper
+	mu       sync.Mutex
+	byPath   map[string]int
+	total    int
+	rejected []string
 }
 
 func (w *writeLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := w.next.RoundTrip(r)
 	if r.Method != http.MethodGet {
 		w.mu.Lock()
-		w.byPath[r.URL.Path]++
-		w.total++
+		switch {
+		case err == nil && resp.StatusCode < 300:
+			w.byPath[r.URL.Path]++
+			w.total++
+		case err != nil:
+			w.rejected = append(w.rejected, fmt.Sprintf("%s %s %s: %v", time.Now().Format("15:04:05.000"), r.Method, r.URL.Path, err))
+		default:
+			w.rejected = append(w.rejected, fmt.Sprintf("%s %s %s: %d", time.Now().Format("15:04:05.000"), r.Method, r.URL.Path, resp.StatusCode))
+		}
 		w.mu.Unlock()
 	}
-	return w.next.RoundTrip(r)
+	return resp, err
+}
+
+// rejectedSince returns the refused requests after the first n.
+func (w *writeLog) rejectedSince(n int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.rejected[n:]...)
+}
+
+func (w *writeLog) rejectedCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.rejected)
 }
 
 func (w *writeLog) snapshot() map[string]int {
