@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 )
 
@@ -20,13 +21,25 @@ func mustParse(l, r, p string) election.Timings {
 }
 
 // TestOperatorJourney: start, change a Setting, see the Fleet Deployments
-// and a cluster's agent env change; SIGTERM exits 0 and releases the
-// Lease; a restart writes nothing.
+// change, and a cluster's agent env where Fleet's agent manifest renders no
+// election names (v0.9.9); on v0.14 the global agent triple goes to
+// fleet-agentmanagement, no cluster is written, an override is reported and
+// entries an earlier leasetune wrote are removed. SIGTERM exits 0 and
+// releases the Lease; a restart writes nothing.
 func TestOperatorJourney(t *testing.T) {
+	t.Run(fleetV014, func(t *testing.T) { operatorJourney(t, fleetV014) })
+	t.Run(fleetV09, func(t *testing.T) { operatorJourney(t, fleetV09) })
+}
+
+func operatorJourney(t *testing.T, fleetVersion string) {
 	e := newEnv(t)
-	deployments := installFleet(t, e)
+	deployments := installFleet(t, e, fleetVersion)
 	clusterNS := cp.Namespace(t)
+	const proxy = "HTTPS_PROXY=http://proxy:3128"
 	addCluster(t, clusterNS, "edge-1", map[string]string{"election.cattle.io/retry-period": "5s"})
+	// A cluster an earlier leasetune wrote, without overrides.
+	earlier, record := earlierEntries("50s", "40s", "15s")
+	addCluster(t, clusterNS, "edge-0", record, earlier...)
 
 	p := start(t, e, "replica-a")
 	eventually(t, "leader", func() bool { return holder(t, e) == "replica-a" })
@@ -36,19 +49,70 @@ func TestOperatorJourney(t *testing.T) {
 	for _, d := range deployments {
 		eventually(t, d+" env", func() bool { return controllerTriple(t, e, d) == want })
 	}
-	eventually(t, "cluster override applied", func() bool {
-		return strings.HasSuffix(clusterEnv(t, clusterNS, "edge-1"),
-			"CATTLE_ELECTION_LEASE_DURATION=30s,CATTLE_ELECTION_RENEW_DEADLINE=25s,CATTLE_ELECTION_RETRY_PERIOD=5s")
-	})
+	switch fleetVersion {
+	case fleetV014:
+		// The override is reported on the cluster, and nothing is written
+		// to its env; the earlier entries (duplicates of the names Fleet
+		// renders) and their record are removed, every other entry kept.
+		eventually(t, "override reported", func() bool {
+			return strings.Contains(annotations(t, fleetGVR, clusterNS, "edge-1")[agentenv.StatusAnnotation], "cannot be applied on agentmanagement") &&
+				len(cp.Events(t, clusterNS, "edge-1", "ElectionOverrideUnsupported")) > 0
+		})
+		eventually(t, "earlier entries removed", func() bool {
+			_, rec := annotations(t, fleetGVR, clusterNS, "edge-0")[agentenv.RecordAnnotation]
+			return clusterEnv(t, clusterNS, "edge-0") == proxy && !rec
+		})
+		if got := clusterEnv(t, clusterNS, "edge-1"); got != proxy {
+			t.Errorf("edge-1 written on Fleet v0.14: %s", got)
+		}
+		if _, rec := annotations(t, fleetGVR, clusterNS, "edge-1")[agentenv.RecordAnnotation]; rec {
+			t.Error("edge-1 has a record of entries on Fleet v0.14")
+		}
+	case fleetV09:
+		eventually(t, "cluster override applied", func() bool {
+			return clusterEnv(t, clusterNS, "edge-1") == proxy+
+				",CATTLE_ELECTION_LEASE_DURATION=30s,CATTLE_ELECTION_RENEW_DEADLINE=25s,CATTLE_ELECTION_RETRY_PERIOD=5s"
+		})
+		eventually(t, "earlier entries take the global triple in place", func() bool {
+			return clusterEnv(t, clusterNS, "edge-0") == proxy+
+				",CATTLE_ELECTION_LEASE_DURATION=30s,CATTLE_ELECTION_RENEW_DEADLINE=25s,CATTLE_ELECTION_RETRY_PERIOD=10s"
+		})
+		if st, ok := annotations(t, fleetGVR, clusterNS, "edge-1")[agentenv.StatusAnnotation]; ok {
+			t.Errorf("edge-1 reported on Fleet v0.9: %s", st)
+		}
+	}
+
 	setSetting(t, "fleet-agent-leader-election-lease-duration", "40s")
-	eventually(t, "global agent change reaches the override cluster", func() bool {
-		return strings.Contains(clusterEnv(t, clusterNS, "edge-1"), "CATTLE_ELECTION_LEASE_DURATION=40s")
-	})
-	eventually(t, "metrics", func() bool {
-		m := p.get("/metrics", p.metrics)
-		return strings.Contains(m, `leasetune_fleet_agent_channel{channel="agentmanagement"} 1`) &&
-			strings.Contains(m, `leasetune_writes_total{target="deployment"}`)
-	})
+	switch fleetVersion {
+	case fleetV014:
+		eventually(t, "global agent change reaches fleet-agentmanagement", func() bool {
+			return agentTriple(t, e) == mustParse("40s", "25s", "10s")
+		})
+		time.Sleep(2 * time.Second) // a cluster write would follow the triple change
+		for _, c := range []string{"edge-1", "edge-0"} {
+			if got := clusterEnv(t, clusterNS, c); got != proxy {
+				t.Errorf("%s written on Fleet v0.14 after the global agent change: %s", c, got)
+			}
+		}
+		eventually(t, "metrics", func() bool {
+			m := p.get("/metrics", p.metrics)
+			return strings.Contains(m, `leasetune_fleet_agent_channel{channel="agentmanagement"} 1`) &&
+				strings.Contains(m, `leasetune_writes_total{target="deployment"}`) &&
+				strings.Contains(m, `leasetune_clusters_left_alone{reason="unsupported"} 1`)
+		})
+	case fleetV09:
+		eventually(t, "global agent change reaches the clusters", func() bool {
+			return strings.HasSuffix(clusterEnv(t, clusterNS, "edge-1"), "CATTLE_ELECTION_LEASE_DURATION=40s,CATTLE_ELECTION_RENEW_DEADLINE=25s,CATTLE_ELECTION_RETRY_PERIOD=5s") &&
+				strings.HasSuffix(clusterEnv(t, clusterNS, "edge-0"), "CATTLE_ELECTION_LEASE_DURATION=40s,CATTLE_ELECTION_RENEW_DEADLINE=25s,CATTLE_ELECTION_RETRY_PERIOD=10s")
+		})
+		eventually(t, "metrics", func() bool {
+			m := p.get("/metrics", p.metrics)
+			return strings.Contains(m, `leasetune_fleet_agent_channel{channel="cluster-env-v0.9"} 1`) &&
+				strings.Contains(m, `leasetune_writes_total{target="deployment"}`) &&
+				strings.Contains(m, `leasetune_writes_total{target="cluster"}`) &&
+				strings.Contains(m, `leasetune_clusters_left_alone{reason="unsupported"} 0`)
+		})
+	}
 
 	if code := p.term(t); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM", code)
@@ -74,7 +138,7 @@ func TestOperatorJourney(t *testing.T) {
 // cancelled context; the manager must not wait for it).
 func TestSIGTERMDuringStartup(t *testing.T) {
 	e := newEnv(t)
-	installFleet(t, e)
+	installFleet(t, e, fleetV014)
 	for i := 0; i < 3; i++ {
 		p := start(t, e, "early")
 		if code := p.term(t); code != 0 {
@@ -86,7 +150,7 @@ func TestSIGTERMDuringStartup(t *testing.T) {
 // TestTwoReplicas: one leader, no double writes, and failover.
 func TestTwoReplicas(t *testing.T) {
 	e := newEnv(t)
-	deployments := installFleet(t, e)
+	deployments := installFleet(t, e, fleetV014)
 	a := start(t, e, "replica-a")
 	b := start(t, e, "replica-b")
 	var leader, follower *proc

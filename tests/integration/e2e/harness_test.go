@@ -201,30 +201,52 @@ func resetSettings(t *testing.T) {
 	})
 }
 
+// setSetting sets a Setting's value once the Setting exists (the
+// controller creates the six when it starts leading).
 func setSetting(t *testing.T, name, value string) {
 	t.Helper()
+	eventually(t, "setting "+name+" exists", func() bool {
+		_, err := dyn(settingGVR, "").Get(context.Background(), name, metav1.GetOptions{})
+		return err == nil
+	})
 	body, _ := json.Marshal(map[string]string{"value": value})
 	if _, err := dyn(settingGVR, "").Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// installFleet creates the Fleet v0.14 Deployments in e.fleetNS as Helm would.
-func installFleet(t *testing.T, e env) []string {
+// The Fleet fixtures the tests install. On v0.14 (channel agentmanagement)
+// Fleet's agent manifest renders CATTLE_ELECTION_* itself: the global agent
+// triple goes to FLEET_AGENT_ELECTION_* on fleet-agentmanagement and nothing
+// is written to clusters (an override is reported, entries an earlier
+// leasetune wrote are removed). On v0.9.9 (its fleet-controller image has no
+// release tag and the chart sets no election env: detected as
+// cluster-env-v0.9) the agents read CATTLE_ELECTION_* from each cluster's
+// spec.agentEnvVars, which leasetune writes.
+const (
+	fleetV014 = "v0.14.10"
+	fleetV09  = "v0.9.9"
+)
+
+// installFleet creates the Deployments of a Fleet fixture version in
+// e.fleetNS as Helm would and returns their names.
+func installFleet(t *testing.T, e env, version string) []string {
 	t.Helper()
 	var names []string
-	for name := range cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.14.10")) {
+	for name := range cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, version)) {
 		names = append(names, name)
 	}
 	return names
 }
 
-// addCluster creates a standalone fleet Cluster with the given annotations,
+// addCluster creates a standalone fleet Cluster with the given annotations
+// and spec.agentEnvVars HTTPS_PROXY=http://proxy:3128 followed by extra,
 // deleted when the test ends.
-func addCluster(t *testing.T, ns, name string, ann map[string]string) {
+func addCluster(t *testing.T, ns, name string, ann map[string]string, extra ...interface{}) {
 	t.Helper()
+	env := append([]interface{}{map[string]interface{}{"name": "HTTPS_PROXY", "value": "http://proxy:3128"}}, extra...)
 	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
-		"spec": map[string]interface{}{"agentEnvVars": []interface{}{map[string]interface{}{"name": "HTTPS_PROXY", "value": "http://proxy:3128"}}}}}
+		"spec": map[string]interface{}{"agentEnvVars": env}}}
 	u.SetNamespace(ns)
 	u.SetName(name)
 	u.SetAnnotations(ann)
@@ -234,12 +256,32 @@ func addCluster(t *testing.T, ns, name string, ann map[string]string) {
 	t.Cleanup(func() { _ = dyn(fleetGVR, ns).Delete(context.Background(), name, metav1.DeleteOptions{}) })
 }
 
+// earlierEntries returns the CATTLE_ELECTION_* entries of a triple and the
+// record annotation an earlier leasetune left beside them when it wrote
+// them (agentenv.RecordAnnotation: env name → value).
+func earlierEntries(l, r, p string) (entries []interface{}, record map[string]string) {
+	rec := map[string]string{}
+	for _, e := range election.CattlePrefix.Env(mustParse(l, r, p)) {
+		entries = append(entries, map[string]interface{}{"name": e.Name, "value": e.Value})
+		rec[e.Name] = e.Value
+	}
+	b, _ := json.Marshal(rec)
+	return entries, map[string]string{agentenv.RecordAnnotation: string(b)}
+}
+
+// clusterEnv returns a fleet Cluster's spec.agentEnvVars as
+// "NAME=value,...".
 func clusterEnv(t *testing.T, ns, name string) string {
 	t.Helper()
 	u, err := dyn(fleetGVR, ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return objEnv(u)
+}
+
+// objEnv returns an object's spec.agentEnvVars as "NAME=value,...".
+func objEnv(u *unstructured.Unstructured) string {
 	l, _, _ := unstructured.NestedSlice(u.Object, "spec", "agentEnvVars")
 	var out []string
 	for _, it := range l {
@@ -258,6 +300,37 @@ func controllerTriple(t *testing.T, e env, name string) election.Timings {
 	}
 	tm, _, _ := election.CattlePrefix.FromEnv(d.Spec.Template.Spec.Containers[0].Env)
 	return tm
+}
+
+// agentTriple reads FLEET_AGENT_ELECTION_* of the fleet-agentmanagement
+// container (Fleet v0.13+).
+func agentTriple(t *testing.T, e env) election.Timings {
+	t.Helper()
+	d, err := cp.Client.AppsV1().Deployments(e.fleetNS).Get(context.Background(), "fleet-controller", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == "fleet-agentmanagement" {
+			tm, _, _ := election.FleetAgentPrefix.FromEnv(c.Env)
+			return tm
+		}
+	}
+	t.Fatal("no fleet-agentmanagement container")
+	return election.Timings{}
+}
+
+// annotations returns an object's annotations (nil when it is gone).
+func annotations(t *testing.T, gvr schema.GroupVersionResource, ns, name string) map[string]string {
+	t.Helper()
+	u, err := dyn(gvr, ns).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.GetAnnotations()
 }
 
 // versions snapshots the resourceVersions of everything the project may write.

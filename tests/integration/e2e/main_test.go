@@ -1,8 +1,12 @@
 // Package e2e_test runs the built leasetune binary as a process against a
-// real kube-apiserver seeded with a Fleet v0.14 installation, as an
-// operator would run it: a setting change reaches the Fleet Deployments and
-// the clusters; SIGTERM stops it with exit 0; a restart writes nothing; two
-// replicas elect one leader and never write twice.
+// real kube-apiserver seeded with a Fleet installation (v0.14, or v0.9.9
+// where leasetune writes cluster env), as an operator would run it: a
+// setting change reaches the Fleet Deployments, and the clusters where
+// Fleet's agent manifest renders no election names; SIGTERM stops it with
+// exit 0; a restart writes nothing; two replicas elect one leader and never
+// write twice; plan writes nothing; cleanup removes what leasetune wrote
+// from the objects that are the clusters' sources and never writes
+// Rancher's copies.
 package e2e_test
 
 import (

@@ -22,6 +22,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
@@ -30,6 +31,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
@@ -86,7 +88,8 @@ func render(t *testing.T, set ...string) [][]byte {
 	return docs
 }
 
-// applyRBAC creates the chart's RBAC objects and returns them.
+// applyRBAC creates the chart's RBAC objects and returns their rules; the
+// cluster-scoped ones are deleted when t ends (the names are fixed).
 func applyRBAC(t *testing.T, docs [][]byte) (rules []rbacv1.PolicyRule) {
 	t.Helper()
 	ctx := context.Background()
@@ -102,10 +105,12 @@ func applyRBAC(t *testing.T, docs [][]byte) (rules []rbacv1.PolicyRule) {
 			mustDecode(t, d, &o)
 			rules = append(rules, o.Rules...)
 			_, err = cp.Client.RbacV1().ClusterRoles().Create(ctx, &o, metav1.CreateOptions{})
+			t.Cleanup(func() { _ = cp.Client.RbacV1().ClusterRoles().Delete(ctx, o.Name, metav1.DeleteOptions{}) })
 		case "ClusterRoleBinding":
 			var o rbacv1.ClusterRoleBinding
 			mustDecode(t, d, &o)
 			_, err = cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, &o, metav1.CreateOptions{})
+			t.Cleanup(func() { _ = cp.Client.RbacV1().ClusterRoleBindings().Delete(ctx, o.Name, metav1.DeleteOptions{}) })
 		case "Role":
 			var o rbacv1.Role
 			mustDecode(t, d, &o)
@@ -136,10 +141,33 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // TestControllerWorksWithTheChartsRBAC is the whole job, impersonating
-// system:serviceaccount:<ns>:leasetune with nothing but the chart's rules.
+// system:serviceaccount:<ns>:leasetune with nothing but the chart's rules,
+// on Fleet v0.14 (the global agent triple goes to fleet-agentmanagement; no
+// cluster env is written: an override is reported on its cluster, entries
+// an earlier leasetune wrote are removed) and on Fleet v0.9.9 (the agents
+// read each cluster's spec.agentEnvVars: leasetune writes the source object
+// of every kind of cluster, the fleet Cluster of a standalone one, the
+// management Cluster of a legacy one, the provisioning Cluster of a
+// provisioned one).
 func TestControllerWorksWithTheChartsRBAC(t *testing.T) {
+	t.Run("v0.14.10", func(t *testing.T) { controllerWithChartsRBAC(t, "v0.14.10") })
+	t.Run("v0.9.9", func(t *testing.T) { controllerWithChartsRBAC(t, "v0.9.9") })
+}
+
+func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	settingsGVR := agentenv.ManagementClusterGVR.GroupVersion().WithResource("settings")
+	// The Setting objects are cluster-scoped: start from none, as a new
+	// installation does.
+	for _, d := range settings.Registry {
+		_ = dyn.Resource(settingsGVR).Delete(ctx, d.Name, metav1.DeleteOptions{})
+	}
+	eventually(t, "settings gone", func() bool {
+		l, err := dyn.Resource(settingsGVR).List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0
+	})
 	ns, fleetNS, rancherNS, clusterNS := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
 	docs := render(t, "namespaceOverride="+ns, "fleetNamespace="+fleetNS, "rancherNamespace="+rancherNS)
 	rules := applyRBAC(t, docs)
@@ -153,18 +181,75 @@ func TestControllerWorksWithTheChartsRBAC(t *testing.T) {
 		}
 	}
 
-	// A Fleet v0.14 installation, rancher-config, and a cluster with an override.
-	installFleet(t, fleetNS)
+	// A Fleet installation, rancher-config, and clusters.
+	cp.InstallFleet(t, fleetNS, framework.FleetDeployments(t, fleetVersion))
 	if _, err := cp.Client.CoreV1().ConfigMaps(rancherNS).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "rancher-config"}, Data: map[string]string{"fleet": "apiServerURL: https://x\n"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster", "spec": map[string]interface{}{}}}
-	fc.SetNamespace(clusterNS)
-	fc.SetName("edge-1")
-	fc.SetAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "5s"})
-	if _, err := dynamic.NewForConfigOrDie(cp.Config).Resource(agentenv.FleetClusterGVR).Namespace(clusterNS).Create(ctx, fc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	create := func(gvr schema.GroupVersionResource, ns, name string, spec map[string]interface{}, labels, ann map[string]string) *unstructured.Unstructured {
+		t.Helper()
+		u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": gvr.GroupVersion().String(), "kind": "Cluster", "spec": spec}}
+		u.SetNamespace(ns)
+		u.SetName(name)
+		u.SetLabels(labels)
+		u.SetAnnotations(ann)
+		var res dynamic.ResourceInterface = dyn.Resource(gvr)
+		if ns != "" {
+			res = dyn.Resource(gvr).Namespace(ns)
+		}
+		got, err := res.Create(ctx, u, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = res.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		return got
+	}
+	get := func(gvr schema.GroupVersionResource, ns, name string) *unstructured.Unstructured {
+		var res dynamic.ResourceInterface = dyn.Resource(gvr)
+		if ns != "" {
+			res = dyn.Resource(gvr).Namespace(ns)
+		}
+		u, err := res.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		return u
+	}
+	envOf := func(u *unstructured.Unstructured) []interface{} {
+		l, _, _ := unstructured.NestedSlice(u.Object, "spec", "agentEnvVars")
+		return l
+	}
+	override := map[string]string{agentenv.RetryPeriodAnnotation: "5s"}
+	create(agentenv.FleetClusterGVR, clusterNS, "edge-1", map[string]interface{}{}, nil, override)
+	type obj struct {
+		gvr      schema.GroupVersionResource
+		ns, name string
+	}
+	var sources []obj // v0.9.9: the objects leasetune writes
+	switch fleetVersion {
+	case "v0.14.10":
+		// A cluster an earlier leasetune wrote.
+		rec, _ := json.Marshal(map[string]string{"CATTLE_ELECTION_LEASE_DURATION": "50s", "CATTLE_ELECTION_RENEW_DEADLINE": "40s", "CATTLE_ELECTION_RETRY_PERIOD": "15s"})
+		create(agentenv.FleetClusterGVR, clusterNS, "edge-0", map[string]interface{}{"agentEnvVars": []interface{}{
+			map[string]interface{}{"name": "CATTLE_ELECTION_LEASE_DURATION", "value": "50s"},
+			map[string]interface{}{"name": "CATTLE_ELECTION_RENEW_DEADLINE", "value": "40s"},
+			map[string]interface{}{"name": "CATTLE_ELECTION_RETRY_PERIOD", "value": "15s"}}},
+			nil, map[string]string{agentenv.RecordAnnotation: string(rec)})
+	case "v0.9.9":
+		suffix := strings.TrimPrefix(clusterNS, "test-") // 5 lowercase alphanumerics
+		legacy := "c-" + suffix
+		create(agentenv.ManagementClusterGVR, "", legacy, map[string]interface{}{}, nil, override)
+		create(agentenv.FleetClusterGVR, clusterNS, "legacy", map[string]interface{}{}, map[string]string{agentenv.MgmtNameLabel: legacy}, nil)
+		prov := "c-m-" + suffix
+		create(agentenv.ManagementClusterGVR, "", prov, map[string]interface{}{}, nil, nil)
+		p := create(agentenv.ProvisioningClusterGVR, clusterNS, "rke2", map[string]interface{}{"kubernetesVersion": "v1.30.4+rke2r1", "rkeConfig": map[string]interface{}{}}, nil, override)
+		_ = unstructured.SetNestedField(p.Object, prov, "status", "clusterName")
+		if _, err := dyn.Resource(agentenv.ProvisioningClusterGVR).Namespace(clusterNS).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		create(agentenv.FleetClusterGVR, clusterNS, "rke2", map[string]interface{}{}, map[string]string{agentenv.MgmtNameLabel: prov}, nil)
+		sources = []obj{{agentenv.FleetClusterGVR, clusterNS, "edge-1"}, {agentenv.ManagementClusterGVR, "", legacy}, {agentenv.ProvisioningClusterGVR, clusterNS, "rke2"}}
 	}
 
 	sa := rest.CopyConfig(cp.Config)
@@ -185,19 +270,20 @@ func TestControllerWorksWithTheChartsRBAC(t *testing.T) {
 		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
 
-	// Settings created, a change reaches Deployments, rancher-config and the cluster.
-	dyn := dynamic.NewForConfigOrDie(cp.Config)
-	settingsGVR := agentenv.ManagementClusterGVR.GroupVersion().WithResource("settings")
+	// Settings created, a change reaches Deployments, rancher-config and the clusters.
 	eventually(t, "settings created", func() bool {
 		l, err := dyn.Resource(settingsGVR).List(ctx, metav1.ListOptions{})
-		return err == nil && len(l.Items) == 6
+		return err == nil && len(l.Items) == len(settings.Registry)
 	})
-	body, _ := json.Marshal(map[string]string{"value": "4s"})
-	if _, err := dyn.Resource(settingsGVR).Patch(ctx, "fleet-leader-election-retry-period", types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
+	for name, value := range map[string]string{"fleet-leader-election-retry-period": "4s", "fleet-agent-leader-election-lease-duration": "40s"} {
+		body, _ := json.Marshal(map[string]string{"value": value})
+		if _, err := dyn.Resource(settingsGVR).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	want := election.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 25 * time.Second, RetryPeriod: 4 * time.Second}
-	for _, name := range []string{"fleet-controller", "gitjob", "helmops"} {
+	deployments := map[string][]string{"v0.14.10": {"fleet-controller", "gitjob", "helmops"}, "v0.9.9": {"fleet-controller", "gitjob"}}[fleetVersion]
+	for _, name := range deployments {
 		eventually(t, name, func() bool {
 			d, err := cp.Client.AppsV1().Deployments(fleetNS).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -209,20 +295,59 @@ func TestControllerWorksWithTheChartsRBAC(t *testing.T) {
 	}
 	eventually(t, "rancher-config", func() bool {
 		c, err := cp.Client.CoreV1().ConfigMaps(rancherNS).Get(ctx, "rancher-config", metav1.GetOptions{})
-		return err == nil && strings.Contains(c.Data["fleet"], "retryPeriod: 4s")
+		return err == nil && strings.Contains(c.Data["fleet"], "retryPeriod: 4s") && strings.Contains(c.Data["fleet"], "leaseDuration: 40s")
 	})
-	eventually(t, "cluster agent env", func() bool {
-		u, err := dyn.Resource(agentenv.FleetClusterGVR).Namespace(clusterNS).Get(ctx, "edge-1", metav1.GetOptions{})
-		if err != nil {
+	switch fleetVersion {
+	case "v0.14.10":
+		eventually(t, "fleet-agentmanagement", func() bool {
+			d, err := cp.Client.AppsV1().Deployments(fleetNS).Get(ctx, "fleet-controller", metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			for _, c := range d.Spec.Template.Spec.Containers {
+				if c.Name == "fleet-agentmanagement" {
+					got, _, _ := election.FleetAgentPrefix.FromEnv(c.Env)
+					return got == election.Timings{LeaseDuration: 40 * time.Second, RenewDeadline: 25 * time.Second, RetryPeriod: 10 * time.Second}
+				}
+			}
 			return false
+		})
+		// The override is reported (status annotation, Warning Event); its
+		// cluster's env is not written; the earlier entries are removed.
+		eventually(t, "override reported", func() bool {
+			u := get(agentenv.FleetClusterGVR, clusterNS, "edge-1")
+			return u != nil && strings.Contains(u.GetAnnotations()[agentenv.StatusAnnotation], "cannot be applied") &&
+				len(cp.Events(t, clusterNS, "edge-1", "ElectionOverrideUnsupported")) > 0
+		})
+		eventually(t, "earlier entries removed", func() bool {
+			u := get(agentenv.FleetClusterGVR, clusterNS, "edge-0")
+			if u == nil {
+				return false
+			}
+			_, rec := u.GetAnnotations()[agentenv.RecordAnnotation]
+			return len(envOf(u)) == 0 && !rec
+		})
+		if l := envOf(get(agentenv.FleetClusterGVR, clusterNS, "edge-1")); len(l) != 0 {
+			t.Errorf("cluster env written on Fleet v0.14: %v", l)
 		}
-		l, _, _ := unstructured.NestedSlice(u.Object, "spec", "agentEnvVars")
-		return len(l) == 3
-	})
-	eventually(t, "events recorded", func() bool {
-		l, err := cp.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
-		return err == nil && len(l.Items) > 0
-	})
+	case "v0.9.9":
+		for _, o := range sources {
+			eventually(t, "cluster agent env on "+o.gvr.Resource+"."+o.gvr.Group+" "+o.name, func() bool {
+				u := get(o.gvr, o.ns, o.name)
+				if u == nil {
+					return false
+				}
+				l := envOf(u)
+				if len(l) != 3 {
+					return false
+				}
+				last, _ := l[2].(map[string]interface{})
+				_, rec := u.GetAnnotations()[agentenv.RecordAnnotation]
+				return rec && last["name"] == "CATTLE_ELECTION_RETRY_PERIOD" && last["value"] == "5s" &&
+					len(cp.Events(t, o.ns, o.name, "AgentEnvUpdated")) > 0
+			})
+		}
+	}
 	if _, err := cp.Client.CoreV1().Secrets(ns).Get(ctx, manager.WebhookSecretName, metav1.GetOptions{}); err != nil {
 		t.Errorf("webhook Secret: %v", err)
 	}
@@ -230,9 +355,4 @@ func TestControllerWorksWithTheChartsRBAC(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Errorf("manager.Run: %v", err)
 	}
-}
-
-func installFleet(t *testing.T, ns string) {
-	t.Helper()
-	cp.InstallFleet(t, ns, framework.FleetDeployments(t, "v0.14.10"))
 }
