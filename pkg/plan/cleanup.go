@@ -72,17 +72,22 @@ var ownObjects = []struct{ kind, name string }{
 }
 
 // Cleanup lists what cleanup would remove: from every object that is the
-// source of a cluster's agent env (Route) and carries the project's record
-// or status annotation, and the project's own objects that exist. Objects
-// Rancher generates are never written (Rancher would put them back, and
-// the copies of the project's annotations there are Rancher's): they lose
-// the entries when their source does. An object where removing the
-// project's entries would leave a partial triple is left alone.
+// source of a cluster's agent env (agentenv.IsSource, so also one whose
+// fleet Cluster is gone) and carries the project's record or status
+// annotation, and the project's own objects that exist. Objects Rancher
+// generates are never written (Rancher would put them back, and the copies
+// of the project's annotations there are Rancher's): they lose the entries
+// when their source does. An object where removing the project's entries
+// would leave a partial triple is left alone.
 func (r *Report) Cleanup(ctx context.Context, cs kubernetes.Interface, opts Options) (*Cleanup, error) {
 	c := &Cleanup{}
-	isTarget := map[agentenv.Ref]bool{}
-	for _, o := range r.targets {
-		isTarget[o.ref()] = true
+	provBy := map[string]*unstructured.Unstructured{}
+	for _, o := range r.objects {
+		if o.gvr == agentenv.ProvisioningClusterGVR {
+			if n, _, _ := unstructured.NestedString(o.obj.Object, "status", "clusterName"); n != "" {
+				provBy[n] = o.obj
+			}
+		}
 	}
 	for _, o := range r.objects {
 		ann := o.obj.GetAnnotations()
@@ -91,7 +96,7 @@ func (r *Report) Cleanup(ctx context.Context, cs kubernetes.Interface, opts Opti
 		if !rec && !status {
 			continue
 		}
-		if !isTarget[o.ref()] {
+		if !agentenv.IsSource(o.gvr, o.obj, provBy[o.obj.GetName()], r.Rancher) {
 			c.LeftAlone = append(c.LeftAlone, fmt.Sprintf("%s: leasetune's annotations there are Rancher's copies (Rancher generates this object): not written", o.ref()))
 			continue
 		}

@@ -93,10 +93,8 @@ type Report struct {
 	clusters, fleetLocks int
 	// agentLocksBefore/After are the fleet-agents' lock requests per hour.
 	agentLocksBefore, agentLocksAfter float64
-	// objects are every cluster object of the three kinds; targets the
-	// ones that are the source of a cluster's agent env (Route), the only
-	// ones cleanup writes.
-	objects, targets []clusterObject
+	// objects are every cluster object of the three kinds.
+	objects []clusterObject
 }
 
 var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
@@ -322,7 +320,6 @@ func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent 
 			r.LeftAlone = append(r.LeftAlone, err.Error())
 			continue
 		}
-		r.targets = append(r.targets, clusterObject{gvr: rt.TargetRef.GVR, obj: rt.Target})
 		for _, o := range rt.Ignored {
 			r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("the override annotations on %s %s/%s do not apply: they are read from %s",
 				o.GetKind(), o.GetNamespace(), o.GetName(), rt.TargetRef))

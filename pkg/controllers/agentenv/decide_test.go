@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
@@ -300,5 +301,48 @@ func TestStrip(t *testing.T) {
 	// Only someone else's entry, nothing of ours: nothing to remove, no error.
 	if out, removed, err := Strip(mk("", user, e(P, "3s"))); err != nil || removed || len(out) != 2 {
 		t.Errorf("only a foreign entry: %v %v %v", out, removed, err)
+	}
+}
+
+// TestIsSourceAgreesWithRoute: for every kind of cluster, the object Route
+// writes is a source and the objects Rancher generates are not.
+func TestIsSourceAgreesWithRoute(t *testing.T) {
+	rv210, _ := rancher.Parse("v2.10.3")
+	rv211, _ := rancher.Parse("v2.11.3")
+	mk := func(name string, labels map[string]string, fields map[string]interface{}) *unstructured.Unstructured {
+		return obj("Cluster", "fleet-default", name, labels, fields)
+	}
+	provOf := func(name, mgmt string, rke bool) *unstructured.Unstructured {
+		f := map[string]interface{}{"spec": map[string]interface{}{}, "status": map[string]interface{}{"clusterName": mgmt}}
+		if rke {
+			f["spec"] = map[string]interface{}{"rkeConfig": map[string]interface{}{}}
+		}
+		return mk(name, nil, f)
+	}
+	cases := []struct {
+		name     string
+		fc, p, m *unstructured.Unstructured
+	}{
+		{"standalone", mk("edge", nil, nil), nil, nil},
+		{"provisioned", mk("prod", map[string]string{MgmtNameLabel: "c-m-abcd1234"}, nil), provOf("prod", "c-m-abcd1234", true), obj("Cluster", "", "c-m-abcd1234", nil, nil)},
+		{"imported", mk("imp", map[string]string{MgmtNameLabel: "c-m-imp12345"}, nil), provOf("imp", "c-m-imp12345", false), obj("Cluster", "", "c-m-imp12345", nil, nil)},
+		{"legacy", mk("c-abcde", map[string]string{MgmtNameLabel: "c-abcde"}, nil), provOf("c-abcde", "c-abcde", false), obj("Cluster", "", "c-abcde", nil, nil)},
+	}
+	for _, rv := range []rancher.Version{rv210, rv211, {}} {
+		for _, c := range cases {
+			rt, err := Route(c.fc, c.p, c.m, rv)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			for gvr, o := range map[schema.GroupVersionResource]*unstructured.Unstructured{FleetClusterGVR: c.fc, ProvisioningClusterGVR: c.p, ManagementClusterGVR: c.m} {
+				if o == nil {
+					continue
+				}
+				want := o == rt.Target
+				if got := IsSource(gvr, o, c.p, rv); got != want {
+					t.Errorf("%s beside %v: IsSource(%s) = %v, Route writes %s", c.name, rv, gvr.Group, got, rt.TargetRef)
+				}
+			}
+		}
 	}
 }

@@ -121,6 +121,30 @@ func Route(fc, prov, mgmt *unstructured.Unstructured, rv rancher.Version) (Routi
 	return rt.withIgnored(fc), nil
 }
 
+// IsSource reports whether u, an object of kind gvr, is the source of a
+// cluster's agent env by the same rules as Route, from the object alone
+// (its fleet Cluster may be gone): a fleet Cluster without the
+// management label; a provisioning Cluster whose management name is not
+// legacy, unless it is imported beside Rancher v2.11+; a management Cluster
+// with a legacy name, or of an imported cluster beside v2.11+ (prov is its
+// provisioning Cluster, nil if none). Objects Rancher generates are not.
+func IsSource(gvr schema.GroupVersionResource, u, prov *unstructured.Unstructured, rv rancher.Version) bool {
+	switch gvr {
+	case FleetClusterGVR:
+		_, managed := u.GetLabels()[MgmtNameLabel]
+		return !managed
+	case ProvisioningClusterGVR:
+		name := provClusterName(u)
+		if name == "" {
+			name = u.GetName()
+		}
+		return !rancher.IsLegacyName(name) && (hasRKEConfig(u) || !rv.ImportedSourceIsManagement())
+	case ManagementClusterGVR:
+		return rancher.IsLegacyName(u.GetName()) || (rv.ImportedSourceIsManagement() && prov != nil && !hasRKEConfig(prov))
+	}
+	return false
+}
+
 // withIgnored records the objects other than the target that carry
 // override annotations.
 func (rt Routing) withIgnored(objs ...*unstructured.Unstructured) Routing {
