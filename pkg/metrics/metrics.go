@@ -51,11 +51,12 @@ var (
 	// ClustersLeftAlone is the number of downstream clusters the agentenv
 	// controller leaves as they are, or whose overrides do not apply, per
 	// reason: "invalid" (the overrides make an invalid triple), "foreign"
-	// (someone else set CATTLE_ELECTION_*) or "unsupported" (overrides no
-	// agent of this Fleet can read without a duplicate env name).
+	// (someone else set CATTLE_ELECTION_*), "unsupported" (overrides no
+	// agent of this Fleet can read without a duplicate env name) or
+	// "reverted" (another writer keeps removing the project's entries).
 	ClustersLeftAlone = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "leasetune_clusters_left_alone",
-		Help: "Downstream clusters left as they were, or whose overrides do not apply, per reason (invalid, foreign, unsupported).",
+		Help: "Downstream clusters left as they were, or whose overrides do not apply, per reason (invalid, foreign, unsupported, reverted).",
 	}, []string{"reason"})
 	// QueueDepth is the number of keys waiting in a controller's work queue.
 	QueueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -563,7 +563,11 @@ func (c *Controller) wrote(rt Routing, d Decision) {
 	if d.Elects {
 		msg += fmt.Sprintf("; fleet-agent runs %s", d.Runs)
 	}
-	c.log.Info("agent env updated", "object", rt.TargetRef.String(), "timings", d.Effective.String(), "redeploys", restarts)
+	if d.Record == nil {
+		c.log.Info("agent env entries removed", "object", rt.TargetRef.String(), "redeploys", restarts)
+	} else {
+		c.log.Info("agent env updated", "object", rt.TargetRef.String(), "timings", d.Effective.String(), "redeploys", restarts)
+	}
 	c.event(rt.Target, corev1.EventTypeNormal, "AgentEnvUpdated", msg)
 }
 

@@ -263,8 +263,14 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 	for _, ch := range changes {
 		names = append(names, ch.Container)
 	}
+	var entries []string
+	for _, ch := range changes {
+		for _, e := range ch.Env {
+			entries = append(entries, ch.Container+":"+e.Name+"="+e.Value)
+		}
+	}
 	c.log.Info("deployment env updated", "deployment", d.Namespace+"/"+d.Name, "containers", names,
-		"controller", in.Controller.String(), "channel", in.Channel)
+		"entries", entries, "channel", in.Channel)
 	c.log.Debug("deployment env patch", "deployment", d.Namespace+"/"+d.Name, "patch", string(body))
 	return nil
 }
