@@ -20,7 +20,7 @@ var cp *framework.ControlPlane
 
 func TestMain(m *testing.M) {
 	os.Exit(framework.Main(m, &cp, framework.Options{
-		RepoCRDs:   []string{framework.ManagementCRD},
+		RepoCRDs:   []string{framework.ManagementCRD, framework.SettingCRD},
 		SharedCRDs: []string{framework.FleetClusterCRD, framework.ProvisioningCRD},
 	}))
 }
