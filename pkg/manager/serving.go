@@ -14,8 +14,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"leasetune.io/leasetune/pkg/admission"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
@@ -30,9 +33,9 @@ import (
 // WebhookSecretName is the Secret holding the webhook's CA and serving certificate.
 const WebhookSecretName = "leasetune-webhook-tls"
 
-// certCheckInterval is how often a replica rereads the webhook Secret, to
-// follow a rotation (someone deleted it and another replica made a new
-// one) and to put a changed caBundle back.
+// certCheckInterval is how soon a failed look at the webhook Secret and
+// configuration is made again; otherwise they are watched (by name) and
+// looked at only when they change.
 const certCheckInterval = 30 * time.Second
 
 // serveTLS starts, on every replica, the HTTPS server of the admission
@@ -65,21 +68,48 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 	if err := refresh(); err != nil {
 		return err
 	}
-	go func() {
-		every := cfg.CertCheckInterval
-		if every <= 0 {
-			every = certCheckInterval
+	// Watches, by name, of the Secret and the webhook configuration: a
+	// rotation (the Secret deleted and made anew) or a changed caBundle is
+	// followed when it happens, and at rest nothing is read.
+	retry := cfg.CertCheckInterval
+	if retry <= 0 {
+		retry = certCheckInterval
+	}
+	kick := make(chan struct{}, 1)
+	poke := func(interface{}) {
+		select {
+		case kick <- struct{}{}:
+		default:
 		}
-		t := time.NewTicker(every)
-		defer t.Stop()
+	}
+	handler := cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, n interface{}) { poke(n) }, DeleteFunc: poke}
+	byName := func(name string) informers.SharedInformerOption {
+		return informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		})
+	}
+	sf := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(cfg.Namespace), byName(WebhookSecretName))
+	_, _ = sf.Core().V1().Secrets().Informer().AddEventHandler(handler)
+	sf.Start(ctx.Done())
+	if cfg.WebhookConfigName != "" {
+		vf := informers.NewSharedInformerFactoryWithOptions(cs, 0, byName(cfg.WebhookConfigName))
+		_, _ = vf.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer().AddEventHandler(handler)
+		vf.Start(ctx.Done())
+	}
+	go func() {
+		defer sf.Shutdown()
+		var again <-chan time.Time
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
-				if err := refresh(); err != nil && ctx.Err() == nil {
-					log.Error("webhook certificate check", "error", err)
-				}
+			case <-kick:
+			case <-again:
+			}
+			again = nil
+			if err := refresh(); err != nil && ctx.Err() == nil {
+				log.Error("webhook certificate check; trying again", "error", err, "in", retry.String())
+				again = time.After(retry)
 			}
 		}
 	}()
