@@ -13,8 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -24,7 +27,6 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
-	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
 	"leasetune.io/leasetune/pkg/ownstate"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/pkg/settingsapi"
@@ -32,6 +34,10 @@ import (
 
 // WebhookSecretName is the Secret holding the webhook's CA and serving certificate.
 const WebhookSecretName = "leasetune-webhook-tls"
+
+// admissionReadTimeout bounds the live reads one admission request makes;
+// the webhook configuration gives the apiserver 10s to get an answer.
+const admissionReadTimeout = 5 * time.Second
 
 // certCheckInterval is how soon a failed look at the webhook Secret and
 // configuration is made again; otherwise they are watched (by name) and
@@ -114,15 +120,26 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 		}
 	}()
 
-	mf, err := management.NewFactoryFromConfig(rc)
-	if err != nil {
-		return err
-	}
-	settingsClient := mf.Management().V3().Setting()
+	settingsRes := dynamic.NewForConfigOrDie(rc).Resource(v3.SchemeGroupVersion.WithResource("settings"))
 	source := func(ctx context.Context) ([]v3.Setting, map[string]string, error) {
-		l, err := settingsClient.List(metav1.ListOptions{})
-		if err != nil {
-			return nil, nil, err
+		// The six by name, live (a cache may lag behind the very write
+		// before this one), within a deadline below the webhook's timeout.
+		ctx, cancel := context.WithTimeout(ctx, admissionReadTimeout)
+		defer cancel()
+		var items []v3.Setting
+		for _, d := range settings.Registry {
+			u, err := settingsRes.Get(ctx, d.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			var s v3.Setting
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s); err != nil {
+				return nil, nil, err
+			}
+			items = append(items, s)
 		}
 		cm, err := ownstate.Load(ctx, cs.CoreV1(), cfg.Namespace, settings.DefaultStateName)
 		if err != nil {
@@ -132,7 +149,7 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 		if cm != nil {
 			state = cm.Data
 		}
-		return l.Items, state, nil
+		return items, state, nil
 	}
 	lookup := cfg.LookupEnv
 	if lookup == nil {
