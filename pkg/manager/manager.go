@@ -77,12 +77,14 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 
 	judge := agentJudge(ctx, rc, cs, log)
 	if cfg.WebhookAddr != "" {
-		if err := serveTLS(ctx, rc, cs, cfg, log, judge); err != nil {
+		wait, err := serveTLS(ctx, rc, cs, cfg, log, judge)
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
+		defer wait()
 	}
 
 	components := func(ctx context.Context) error { return runComponents(ctx, rc, cs, cfg, &ready, log, judge) }

@@ -46,8 +46,9 @@ const certCheckInterval = 30 * time.Second
 
 // serveTLS starts, on every replica, the HTTPS server of the admission
 // webhook and the /v3/settings API. It returns once the server listens, or
-// with an error; the server stops when ctx ends.
-func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, log *slog.Logger, judge AgentJudge) error {
+// with an error; the server stops when ctx ends, and the returned wait
+// blocks until it has (so that a stopped process answers no more).
+func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, log *slog.Logger, judge AgentJudge) (wait func(), err error) {
 	hosts := append([]string{
 		cfg.WebhookService + "." + cfg.Namespace + ".svc",
 		cfg.WebhookService + "." + cfg.Namespace + ".svc.cluster.local",
@@ -72,7 +73,7 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 		return nil
 	}
 	if err := refresh(); err != nil {
-		return err
+		return nil, err
 	}
 	// Watches, by name, of the Secret and the webhook configuration: a
 	// rotation (the Secret deleted and made anew) or a changed caBundle is
@@ -173,7 +174,7 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 	(&settingsapi.Server{Base: rc, Log: log}).Register(mux)
 	ln, err := net.Listen("tcp", cfg.WebhookAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.WebhookAddr, err)
+		return nil, fmt.Errorf("listen on %s: %w", cfg.WebhookAddr, err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12,
@@ -183,12 +184,14 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 			log.Error("webhook server stopped", "error", err)
 		}
 	}()
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
 	log.Info("serving the admission webhook and /v3/settings", "addr", ln.Addr().String())
-	return nil
+	return func() { <-stopped }, nil
 }
