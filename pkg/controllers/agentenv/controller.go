@@ -113,6 +113,7 @@ func New(opts Options) *Controller {
 		c.pace = rate.NewLimiter(rate.Limit(opts.ClustersPerMinute/60), 1)
 	}
 	c.fleet = c.factory.ForResource(FleetClusterGVR).Informer()
+	utilruntime.Must(c.fleet.SetTransform(slim))
 	utilruntime.Must(c.fleet.AddIndexers(cache.Indexers{byMgmtName: func(obj interface{}) ([]string, error) {
 		if n, ok := obj.(*unstructured.Unstructured).GetLabels()[MgmtNameLabel]; ok {
 			return []string{n}, nil
@@ -126,6 +127,7 @@ func New(opts Options) *Controller {
 	})
 	if opts.Rancher {
 		c.prov = c.factory.ForResource(ProvisioningClusterGVR).Informer()
+		utilruntime.Must(c.prov.SetTransform(slim))
 		utilruntime.Must(c.prov.AddIndexers(cache.Indexers{byClusterName: func(obj interface{}) ([]string, error) {
 			if n := provClusterName(obj.(*unstructured.Unstructured)); n != "" {
 				return []string{n}, nil
@@ -134,6 +136,7 @@ func New(opts Options) *Controller {
 		}}))
 		_, _ = c.prov.AddEventHandler(c.relatedHandler(func(u *unstructured.Unstructured) string { return provClusterName(u) }))
 		c.mgmt = c.factory.ForResource(ManagementClusterGVR).Informer()
+		utilruntime.Must(c.mgmt.SetTransform(slim))
 		_, _ = c.mgmt.AddEventHandler(c.relatedHandler(func(u *unstructured.Unstructured) string { return u.GetName() }))
 		c.rancherV = opts.RancherVersion
 		if !opts.RancherVersion.Known {
@@ -414,7 +417,11 @@ func (c *Controller) guardReverts(ctx context.Context, key string, rt Routing, d
 	if !fence {
 		return false, nil
 	}
-	writer := envWriters(rt.Target)
+	// The cache keeps no managedFields: who wrote the env is read live.
+	var writer string
+	if live, err := c.resource(rt.TargetRef).Get(ctx, rt.TargetRef.Name, metav1.GetOptions{}); err == nil {
+		writer = envWriters(live)
+	}
 	if writer == "" {
 		writer = "another writer"
 	}

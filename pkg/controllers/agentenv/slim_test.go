@@ -1,0 +1,61 @@
+package agentenv
+
+import (
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
+)
+
+// TestSlimKeepsWhatTheControllerReads: the transformed object routes and
+// decides exactly like the whole one, and carries none of the large parts.
+func TestSlimKeepsWhatTheControllerReads(t *testing.T) {
+	prov := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "provisioning.cattle.io/v1", "kind": "Cluster",
+		"metadata": map[string]interface{}{"name": "prod", "namespace": "fleet-default", "uid": "u1", "resourceVersion": "7",
+			"labels": map[string]interface{}{"env": "prod"},
+			"annotations": map[string]interface{}{RetryPeriodAnnotation: "5s", RecordAnnotation: `{"CATTLE_ELECTION_RETRY_PERIOD":"5s"}`,
+				"objectset.rio.cattle.io/applied": "H4sIAAAA...big", "kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+			"managedFields": []interface{}{map[string]interface{}{"manager": "rancher"}}},
+		"spec": map[string]interface{}{"agentEnvVars": []interface{}{map[string]interface{}{"name": "HTTPS_PROXY", "value": "p"}},
+			"rkeConfig": map[string]interface{}{"machinePools": []interface{}{map[string]interface{}{"name": "pool", "quantity": int64(3)}}},
+			"kubernetesVersion": "v1.30.4+rke2r1"},
+		"status": map[string]interface{}{"clusterName": "c-m-abcd1234", "conditions": []interface{}{map[string]interface{}{"type": "Ready"}}},
+	}}
+	out, err := slim(prov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.(*unstructured.Unstructured)
+	if _, ok := s.GetAnnotations()["objectset.rio.cattle.io/applied"]; ok {
+		t.Error("Rancher's applied copy kept")
+	}
+	if len(s.GetManagedFields()) != 0 {
+		t.Error("managedFields kept")
+	}
+	if v, _, _ := unstructured.NestedSlice(s.Object, "spec", "rkeConfig", "machinePools"); v != nil {
+		t.Error("rkeConfig content kept")
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(s.Object, "status", "conditions"); found {
+		t.Error("status kept")
+	}
+	if s.GetUID() != "u1" || s.GetResourceVersion() != "7" || s.GetLabels()["env"] != "prod" || provClusterName(s) != "c-m-abcd1234" || !hasRKEConfig(s) {
+		t.Errorf("lost what is read: %v", s.Object)
+	}
+	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
+		"metadata": map[string]interface{}{"name": "prod", "namespace": "fleet-default", "labels": map[string]interface{}{MgmtNameLabel: "c-m-abcd1234"}}}}
+	rv, _ := rancher.Parse("v2.10.3")
+	whole, err1 := Route(fc, prov, nil, rv)
+	slimmed, err2 := Route(fc, s, nil, rv)
+	if err1 != nil || err2 != nil || whole.TargetRef != slimmed.TargetRef || whole.Provisioned != slimmed.Provisioned {
+		t.Fatalf("routes differ: %+v %v / %+v %v", whole, err1, slimmed, err2)
+	}
+	a, b := whole.Decide(election.FleetDefaults, fleet.ChannelClusterEnvV09), slimmed.Decide(election.FleetDefaults, fleet.ChannelClusterEnvV09)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("decisions differ:\n%+v\n%+v", a, b)
+	}
+}
