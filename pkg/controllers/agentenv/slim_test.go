@@ -22,7 +22,7 @@ func TestSlimKeepsWhatTheControllerReads(t *testing.T) {
 				"objectset.rio.cattle.io/applied": "H4sIAAAA...big", "kubectl.kubernetes.io/last-applied-configuration": "{...}"},
 			"managedFields": []interface{}{map[string]interface{}{"manager": "rancher"}}},
 		"spec": map[string]interface{}{"agentEnvVars": []interface{}{map[string]interface{}{"name": "HTTPS_PROXY", "value": "p"}},
-			"rkeConfig": map[string]interface{}{"machinePools": []interface{}{map[string]interface{}{"name": "pool", "quantity": int64(3)}}},
+			"rkeConfig":         map[string]interface{}{"machinePools": []interface{}{map[string]interface{}{"name": "pool", "quantity": int64(3)}}},
 			"kubernetesVersion": "v1.30.4+rke2r1"},
 		"status": map[string]interface{}{"clusterName": "c-m-abcd1234", "conditions": []interface{}{map[string]interface{}{"type": "Ready"}}},
 	}}
