@@ -12,12 +12,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	lassocache "github.com/rancher/lasso/pkg/cache"
+	lassoclient "github.com/rancher/lasso/pkg/client"
 	"github.com/rancher/wrangler/v2/pkg/generated/controllers/apps"
 	"github.com/rancher/wrangler/v2/pkg/generated/controllers/core"
 	"github.com/rancher/wrangler/v2/pkg/generic"
+	"github.com/rancher/wrangler/v2/pkg/schemes"
 	corev1 "k8s.io/api/core/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -241,7 +245,20 @@ func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface
 	if err != nil {
 		return err
 	}
-	cf, err := core.NewFactoryFromConfigWithOptions(rc, &generic.FactoryOptions{Namespace: cfg.RancherNamespace})
+	// Of the Rancher namespace only rancher-config is read: a field
+	// selector keeps every other ConfigMap out of the cache.
+	clients, err := lassoclient.NewSharedClientFactory(rc, &lassoclient.SharedClientFactoryOptions{Scheme: schemes.All})
+	if err != nil {
+		return err
+	}
+	cf, err := core.NewFactoryFromConfigWithOptions(rc, &generic.FactoryOptions{
+		SharedCacheFactory: lassocache.NewSharedCachedFactory(clients, &lassocache.SharedCacheFactoryOptions{
+			DefaultNamespace: cfg.RancherNamespace,
+			DefaultTweakList: func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", fleetsettings.RancherConfigName).String()
+			},
+		}),
+	})
 	if err != nil {
 		return err
 	}
