@@ -63,6 +63,9 @@ type Options struct {
 	// RepoCRDs and SharedCRDs are CRD files to install before Start
 	// returns, relative to the repository and to ../shared/fixtures.
 	RepoCRDs, SharedCRDs []string
+	// AuditLog, when set, makes the kube-apiserver write an audit log
+	// (level Metadata, every request) to this path.
+	AuditLog string
 }
 
 // Start builds (if needed) and starts a control plane. It returns an error
@@ -104,6 +107,17 @@ func Start(opts Options) (*ControlPlane, error) {
 	// Tests need no durability; fsync dominates etcd latency on slow disks.
 	env.ControlPlane.Etcd = &envtest.Etcd{}
 	env.ControlPlane.Etcd.Configure().Set("unsafe-no-fsync", "true")
+	if opts.AuditLog != "" {
+		policy := filepath.Join(filepath.Dir(opts.AuditLog), "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"), 0o600); err != nil {
+			return nil, err
+		}
+		env.ControlPlane.APIServer = &envtest.APIServer{}
+		env.ControlPlane.APIServer.Configure().
+			Set("audit-policy-file", policy).
+			Set("audit-log-path", opts.AuditLog).
+			Set("audit-log-format", "json")
+	}
 
 	cfg, err := env.Start()
 	if err != nil {
