@@ -87,6 +87,7 @@ type Controller struct {
 	changeAt time.Time              // when the triples last changed, for the propagation metric
 	problems map[string]Problem     // fleet Cluster key → why it is left alone
 	reported map[string]string      // fleet Cluster key → last problem message reported
+	ignored  map[string]string      // fleet Cluster key → the ignored overrides last reported
 	reverts  map[string][]time.Time // fleet Cluster key → when its entries were found removed
 	fenced   map[string]string      // fleet Cluster key → fingerprint of the object it stopped writing
 }
@@ -107,7 +108,11 @@ func New(opts Options) *Controller {
 		problems: map[string]Problem{},
 		reported: map[string]string{},
 		reverts:  map[string][]time.Time{},
+		ignored:  map[string]string{},
 		fenced:   map[string]string{},
+	}
+	for _, p := range []Problem{ProblemInvalid, ProblemForeign, ProblemUnsupported, ProblemReverted} {
+		metrics.ClustersLeftAlone.WithLabelValues(string(p)).Add(0) // present from the start
 	}
 	if opts.ClustersPerMinute > 0 {
 		c.pace = rate.NewLimiter(rate.Limit(opts.ClustersPerMinute/60), 1)
@@ -229,6 +234,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
+	// The gauge counts this controller's problems: a later one (after a
+	// lost and regained lease) starts from none.
+	c.mu.Lock()
+	for key, p := range c.problems {
+		metrics.ClustersLeftAlone.WithLabelValues(string(p)).Dec()
+		delete(c.problems, key)
+	}
+	c.mu.Unlock()
 	return nil
 }
 
@@ -461,6 +474,7 @@ func (c *Controller) forget(key string) {
 	delete(c.reported, key)
 	delete(c.reverts, key)
 	delete(c.fenced, key)
+	delete(c.ignored, key)
 	c.mu.Unlock()
 }
 
@@ -633,10 +647,10 @@ func (c *Controller) patchStatus(ctx context.Context, rt Routing, value interfac
 // annotations on o do not apply: this cluster's are read from rt.Source.
 func (c *Controller) reportIgnored(key string, o *unstructured.Unstructured, rt Routing) {
 	vals, _ := overrides(o)
-	id := fmt.Sprintf("ignored %s/%s %v", o.GetNamespace(), o.GetName(), vals)
+	id := fmt.Sprintf("%s/%s %v", o.GetNamespace(), o.GetName(), vals)
 	c.mu.Lock()
-	seen := c.reported[id] != ""
-	c.reported[id] = id
+	seen := c.ignored[key] == id
+	c.ignored[key] = id
 	c.mu.Unlock()
 	if seen {
 		return
@@ -651,18 +665,19 @@ func (c *Controller) reportIgnored(key string, o *unstructured.Unstructured, rt 
 func (c *Controller) setProblem(key string, p Problem) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	old, had := c.problems[key]
+	if had && old == p {
+		return
+	}
+	if had {
+		metrics.ClustersLeftAlone.WithLabelValues(string(old)).Dec()
+	}
 	if p == "" {
 		delete(c.problems, key)
-	} else {
-		c.problems[key] = p
+		return
 	}
-	counts := map[Problem]int{ProblemInvalid: 0, ProblemForeign: 0, ProblemUnsupported: 0, ProblemReverted: 0}
-	for _, v := range c.problems {
-		counts[v]++
-	}
-	for p, n := range counts {
-		metrics.ClustersLeftAlone.WithLabelValues(string(p)).Set(float64(n))
-	}
+	c.problems[key] = p
+	metrics.ClustersLeftAlone.WithLabelValues(string(p)).Inc()
 }
 
 // Problems returns the clusters left alone and why, for tests and plan output.
