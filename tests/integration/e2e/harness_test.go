@@ -84,13 +84,13 @@ func freeAddrs(t *testing.T, n int) []string {
 }
 
 // start runs `leasetune controller` for env e with its own lock timings of
-// 4s/2s/1s (fast failover for the test). A free port can be taken by
-// another process between choosing and binding it: then it starts again
-// with other ports.
-func start(t *testing.T, e env, identity string) *proc {
+// 4s/2s/1s (fast failover for the test), and the extra flags given (e.g.
+// "--settle", "3s"). A free port can be taken by another process between
+// choosing and binding it: then it starts again with other ports.
+func start(t *testing.T, e env, identity string, extra ...string) *proc {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
-		p := launch(t, e, identity)
+		p := launch(t, e, identity, extra...)
 		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 			select {
 			case <-p.exited:
@@ -109,13 +109,14 @@ func start(t *testing.T, e env, identity string) *proc {
 	}
 }
 
-func launch(t *testing.T, e env, identity string) *proc {
+func launch(t *testing.T, e env, identity string, extra ...string) *proc {
 	t.Helper()
 	addrs := freeAddrs(t, 3)
 	p := &proc{identity: identity, out: &syncBuffer{}, health: addrs[0], metrics: addrs[1], exited: make(chan struct{})}
-	p.cmd = exec.Command(binary, "controller", "--kubeconfig", kubeconfig, "--namespace", e.ns,
+	args := append([]string{"controller", "--kubeconfig", kubeconfig, "--namespace", e.ns,
 		"--fleet-namespace", e.fleetNS, "--rancher-namespace", e.rancherNS, "--identity", identity,
-		"--health-addr", p.health, "--metrics-addr", p.metrics, "--webhook-addr", addrs[2], "--log-format", "text")
+		"--health-addr", p.health, "--metrics-addr", p.metrics, "--webhook-addr", addrs[2], "--log-format", "text"}, extra...)
+	p.cmd = exec.Command(binary, args...)
 	p.cmd.Env = append(os.Environ(), "CATTLE_ELECTION_LEASE_DURATION=4s", "CATTLE_ELECTION_RENEW_DEADLINE=2s", "CATTLE_ELECTION_RETRY_PERIOD=1s")
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
