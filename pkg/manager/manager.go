@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -34,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/crds"
@@ -62,8 +62,9 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 	if err != nil {
 		return err
 	}
-	var ready atomic.Bool
-	stopServers, err := serve(cfg, &ready, log)
+	hs := newHealth()
+	ready := &hs.ready
+	stopServers, err := serve(cfg, hs, log)
 	if err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 
 	judge := agentJudge(ctx, rc, cs, log)
 	if cfg.WebhookAddr != "" {
-		wait, err := serveTLS(ctx, rc, cs, cfg, log, judge)
+		wait, err := serveTLS(ctx, rc, cs, cfg, log, judge, hs)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -91,7 +92,7 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 		defer wait()
 	}
 
-	components := func(ctx context.Context) error { return runComponents(ctx, rc, cs, cfg, &ready, log, judge) }
+	components := func(ctx context.Context) error { return runComponents(ctx, rc, cs, cfg, hs, log, judge) }
 	if !cfg.LeaderElection {
 		return components(ctx)
 	}
@@ -224,7 +225,11 @@ func agentJudge(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, l
 }
 
 // runComponents runs the provider and both controllers until ctx ends.
-func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, ready *atomic.Bool, log *slog.Logger, judge AgentJudge) error {
+func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, hs *health, log *slog.Logger, judge AgentJudge) error {
+	ready := &hs.ready
+	if err := waitForSettingCRD(ctx, rc, cfg, hs, log); err != nil {
+		return nil // stopping
+	}
 	b := record.NewBroadcaster()
 	defer b.Shutdown()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
@@ -303,6 +308,36 @@ func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface
 	return ac.Run(ctx)
 }
 
+// waitForSettingCRD waits, not ready and saying why, until the Setting
+// CRD is served: without Rancher and with --install-crds=false there is
+// none, and a replica that exited for it would crash-loop. With
+// --install-crds it is made again if someone deleted it. It returns an
+// error only when ctx ends.
+func waitForSettingCRD(ctx context.Context, rc *rest.Config, cfg Config, hs *health, log *slog.Logger) error {
+	dc := discovery.NewDiscoveryClientForConfigOrDie(rc)
+	gvr := v3.SchemeGroupVersion.WithResource("settings")
+	said := false
+	defer hs.wait("setting-crd", "")
+	return wait.PollUntilContextCancel(ctx, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		if served(dc, gvr) {
+			return true, nil
+		}
+		if cfg.InstallCRDs {
+			if _, err := crds.EnsureSetting(ctx, apiextclient.NewForConfigOrDie(rc)); err != nil {
+				log.Error("install the Setting CRD", "error", err)
+			}
+			return false, nil
+		}
+		why := "the Setting CRD settings.management.cattle.io is not installed: install Rancher, or run with --install-crds (chart value installCRDs=true); waiting for it"
+		hs.wait("setting-crd", why)
+		if !said {
+			log.Warn("waiting for the Setting CRD", "reason", why)
+			said = true
+		}
+		return false, nil
+	})
+}
+
 // startFactory starts a wrangler factory, but returns as soon as ctx ends:
 // lasso's start-up health check (cache.healthcheck.pingUntilGood) keeps
 // retrying with a cancelled context, which would hold up a SIGTERM that
@@ -334,7 +369,7 @@ func served(dc discovery.DiscoveryInterface, gvr schema.GroupVersionResource) bo
 
 // serve starts the health and metrics servers; the returned function
 // stops them.
-func serve(cfg Config, ready *atomic.Bool, log *slog.Logger) (func(), error) {
+func serve(cfg Config, hs *health, log *slog.Logger) (func(), error) {
 	var servers []*http.Server
 	start := func(addr string, h http.Handler) error {
 		if addr == "" {
@@ -354,14 +389,8 @@ func serve(cfg Config, ready *atomic.Bool, log *slog.Logger) (func(), error) {
 		return nil
 	}
 	health := http.NewServeMux()
-	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready.Load() {
-			http.Error(w, "starting", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
+	health.HandleFunc("/healthz", hs.healthz)
+	health.HandleFunc("/readyz", hs.readyz)
 	metricsMux := http.NewServeMux()
 	metricsMux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
 	stop := func() {

@@ -48,7 +48,7 @@ const certCheckInterval = 30 * time.Second
 // webhook and the /v3/settings API. It returns once the server listens, or
 // with an error; the server stops when ctx ends, and the returned wait
 // blocks until it has (so that a stopped process answers no more).
-func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, log *slog.Logger, judge AgentJudge) (wait func(), err error) {
+func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, log *slog.Logger, judge AgentJudge, hs *health) (wait func(), err error) {
 	hosts := append([]string{
 		cfg.WebhookService + "." + cfg.Namespace + ".svc",
 		cfg.WebhookService + "." + cfg.Namespace + ".svc.cluster.local",
@@ -72,8 +72,13 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 		}
 		return nil
 	}
+	// A first look that fails (the apiserver down during a restart) is
+	// retried below with backoff; until a certificate is there the replica
+	// is not ready, and the Fail-policy webhook waits rather than the pod
+	// crash-looping.
 	if err := refresh(); err != nil {
-		return nil, err
+		hs.wait("webhook-certificate", err.Error())
+		log.Error("webhook certificate; trying again", "error", err)
 	}
 	// Watches, by name, of the Secret and the webhook configuration: a
 	// rotation (the Secret deleted and made anew) or a changed caBundle is
@@ -106,6 +111,9 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 	go func() {
 		defer sf.Shutdown()
 		var again <-chan time.Time
+		if current.Load() == nil {
+			again = time.After(time.Second) // the first look failed
+		}
 		for {
 			select {
 			case <-ctx.Done():
@@ -114,7 +122,14 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 			case <-again:
 			}
 			again = nil
-			if err := refresh(); err != nil && ctx.Err() == nil {
+			err := refresh()
+			switch {
+			case err == nil:
+				hs.wait("webhook-certificate", "")
+			case ctx.Err() == nil:
+				if current.Load() == nil {
+					hs.wait("webhook-certificate", err.Error())
+				}
 				log.Error("webhook certificate check; trying again", "error", err, "in", retry.String())
 				again = time.After(retry)
 			}
@@ -178,10 +193,16 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12,
-			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return current.Load(), nil }}}
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+				if c := current.Load(); c != nil {
+					return c, nil
+				}
+				return nil, errors.New("no webhook certificate yet")
+			}}}
 	go func() {
 		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("webhook server stopped", "error", err)
+			hs.fail("webhook server", err.Error())
 		}
 	}()
 	stopped := make(chan struct{})
