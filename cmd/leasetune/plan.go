@@ -138,7 +138,8 @@ keep their values: see the listing.`,
 			out := cmd.OutOrStdout()
 			if yes && !force {
 				if holder, held := leaseHeld(ctx, cs, pf.opts.Namespace); held {
-					return fmt.Errorf("cleanup refused: %s holds leasetune's Lease %s/leasetune, so a controller is running and would write everything again at once; uninstall the chart (or stop the controller) first, or pass --force", holder, pf.opts.Namespace)
+					fmt.Fprintf(cmd.ErrOrStderr(), "cleanup refused: %s holds leasetune's Lease %s/leasetune, so a controller is running and would write everything again at once; uninstall the chart (or stop the controller) first, or pass --force\n", holder, pf.opts.Namespace)
+					return &exitError{code: exitInvalid}
 				}
 			}
 			if !yes {

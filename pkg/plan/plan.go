@@ -12,6 +12,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -173,6 +174,9 @@ func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 		}
 		for _, ch := range fleetsettings.Desired(d, in) {
 			for _, e := range ch.Env {
+				if old := envValue(d, ch.Container, e.Name); old == e.Value || sameDuration(old, e.Value) {
+					continue // rewritten with the value it has: no change
+				}
 				r.Changes = append(r.Changes, Change{
 					Object: "Deployment " + d.Namespace + "/" + d.Name, Field: "container " + ch.Container + " env " + e.Name,
 					Old: envValue(d, ch.Container, e.Name), New: e.Value, Restarts: "a rollout of " + d.Name,
@@ -345,6 +349,13 @@ func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent 
 		}
 	}
 	return nil
+}
+
+// sameDuration reports whether two env values parse to the same duration.
+func sameDuration(a, b string) bool {
+	da, err1 := time.ParseDuration(a)
+	db, err2 := time.ParseDuration(b)
+	return err1 == nil && err2 == nil && da == db
 }
 
 // envValue returns the value of env name in a container of d ("" when

@@ -44,8 +44,8 @@ const (
 	ReasonPending = "TimingsPending"
 )
 
-// DefaultSettle is how long a component's three settings must stay
-// unchanged before a new triple takes effect (--settle). An operator who
+// DefaultSettle is how long the settings must stay unchanged before new
+// triples take effect (--settle), all of them together. An operator who
 // follows the webhook's hint edits up to three settings one after another:
 // with kubectl or the Rancher UI that takes a few seconds each, and every
 // triple that took effect on the way would roll the Fleet Deployments and
@@ -320,6 +320,11 @@ func (p *Provider) sync(ctx context.Context) error {
 	var waiting []Component // pending changes to say
 	now := p.opts.Now()
 	p.mu.Lock()
+	// Batching: new valid triples take effect together, once none of the
+	// six settings has changed for the settle time, so one intended change
+	// that spans both components (the fleet-controller Deployment carries
+	// both triples) is one write per object, not one per component.
+	var latest time.Time
 	for _, c := range Components {
 		var vals [3]Resolved
 		for i, d := range Of(c) {
@@ -336,25 +341,41 @@ func (p *Provider) sync(ctx context.Context) error {
 			next.Effective[c] = t
 			delete(p.pending, c)
 		default:
-			// Batching: the triple takes effect once the settings have
-			// been unchanged for the settle time.
 			pt, ok := p.pending[c]
 			if !ok || pt.t != t {
 				pt = pendingTriple{t: t, since: now}
 			}
-			if at := pt.since.Add(p.opts.Settle); !now.Before(at) {
-				next.Effective[c] = t
-				delete(p.pending, c)
-			} else {
-				p.pending[c] = pt
-				st.Pending, st.PendingAt = &pt.t, at
-				p.opts.Settings.EnqueueAfter(Of(c)[0].Name, at.Sub(now))
-				if !pt.said {
-					waiting = append(waiting, c)
-				}
+			p.pending[c] = pt
+			if pt.since.After(latest) {
+				latest = pt.since
 			}
 		}
 		statuses[c] = st
+	}
+	if len(p.pending) > 0 {
+		at := latest.Add(p.opts.Settle)
+		ripe := !now.Before(at)
+		for _, c := range Components {
+			pt, ok := p.pending[c]
+			if !ok {
+				continue
+			}
+			if ripe {
+				next.Effective[c] = pt.t
+				delete(p.pending, c)
+				continue
+			}
+			st := statuses[c]
+			t := pt.t
+			st.Pending, st.PendingAt = &t, at
+			statuses[c] = st
+			if !pt.said {
+				waiting = append(waiting, c)
+			}
+		}
+		if !ripe {
+			p.opts.Settings.EnqueueAfter(Of(Components[0])[0].Name, at.Sub(now))
+		}
 	}
 	p.mu.Unlock()
 	stored, err := p.persist(ctx, next)
@@ -393,7 +414,7 @@ func (p *Provider) sync(ctx context.Context) error {
 		if t, ok := stored.Effective[c]; ok {
 			keep = t.String() + " stays in effect until then"
 		}
-		msg := fmt.Sprintf("%s takes effect for %s at %s, once the three settings have been unchanged for %s; %s",
+		msg := fmt.Sprintf("%s takes effect for %s at %s, once the settings have been unchanged for %s; %s",
 			*st.Pending, c, st.PendingAt.UTC().Format(time.RFC3339), p.opts.Settle, keep)
 		p.log.Info("timings pending", "setting-component", c, "timings", st.Pending.String(), "at", st.PendingAt)
 		for _, d := range Of(c) {

@@ -31,7 +31,7 @@ func TestThreeEditsInARowTakeEffectOnce(t *testing.T) {
 	time.Sleep(time.Second)
 	setValue(t, "fleet-agent-leader-election-retry-period", "20s")
 	want := tm("60s", "50s", "20s")
-	waitEvent(t, "fleet-agent-leader-election-retry-period", settings.ReasonPending, want.String(), "once the three settings have been unchanged for 4s")
+	waitEvent(t, "fleet-agent-leader-election-retry-period", settings.ReasonPending, want.String(), "once the settings have been unchanged for 4s")
 	if st := r.Status(settings.FleetAgent); st.Pending == nil || *st.Pending != want {
 		t.Errorf("status while pending: %+v", st)
 	}
@@ -93,4 +93,32 @@ func TestInvalidStoredTripleKeepsTheLastGoodWhole(t *testing.T) {
 		return r.effectiveIs(settings.FleetController, tm("30s", "25s", "10s")) && st.Pending == nil
 	})
 	r.assertNotifiedValid(t)
+}
+
+// TestBothComponentsInOneChangeTakeEffectTogether: one intended change that
+// spans both components (a controller and an agent setting, a second
+// apart) takes effect in one step, so the fleet-controller Deployment,
+// which carries both triples, and rancher-config roll once, not twice (an
+// e2e test found two writes when each component settled on its own).
+func TestBothComponentsInOneChangeTakeEffectTogether(t *testing.T) {
+	resetSettings(t)
+	ns := cp.Namespace(t)
+	r := startProviderWith(t, ns, nil, 3*time.Second)
+	eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s")) })
+	r.mu.Lock()
+	r.notified = nil
+	r.mu.Unlock()
+	setValue(t, "fleet-leader-election-lease-duration", "40s")
+	time.Sleep(time.Second)
+	setValue(t, "fleet-agent-leader-election-lease-duration", "40s")
+	eventually(t, "both in effect", func() bool {
+		return r.effectiveIs(settings.FleetController, tm("40s", "25s", "10s")) && r.effectiveIs(settings.FleetAgent, tm("40s", "25s", "10s"))
+	})
+	time.Sleep(time.Second)
+	r.mu.Lock()
+	n := len(r.notified)
+	r.mu.Unlock()
+	if n != 2 { // one notification lists both components
+		t.Errorf("%d triples notified, want 2 (one notification for both)", n)
+	}
 }
