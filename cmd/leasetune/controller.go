@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -60,21 +59,6 @@ func defaultNamespace() string {
 		return ns
 	}
 	return "leasetune-system"
-}
-
-func newLogger(format, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, &usageError{fmt.Errorf("--log-level %q: %w", level, err)}
-	}
-	opts := &slog.HandlerOptions{Level: l}
-	switch format {
-	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
-	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
-	}
-	return nil, &usageError{fmt.Errorf("--log-format %q: want json or text", format)}
 }
 
 // newControllerCommand returns `leasetune controller`: the settings
