@@ -16,6 +16,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -54,12 +55,19 @@ type Webhook struct {
 
 // Register adds the webhook's handlers to mux.
 func (w *Webhook) Register(mux *http.ServeMux) {
-	mux.HandleFunc(SettingsPath, w.serve(w.reviewSetting))
-	mux.HandleFunc(OverridesPath, w.serve(w.reviewOverrides))
+	mux.HandleFunc(SettingsPath, w.serve(RefusedSetting, w.reviewSetting))
+	mux.HandleFunc(OverridesPath, w.serve(RefusedOverride, w.reviewOverrides))
 }
 
-// serve decodes an AdmissionReview, runs review, and answers.
-func (w *Webhook) serve(review func(context.Context, *admissionv1.AdmissionRequest) error) http.HandlerFunc {
+// The kinds of refusal, the label of metrics.AdmissionRefused.
+const (
+	RefusedSetting  = "setting"
+	RefusedOverride = "override"
+)
+
+// serve decodes an AdmissionReview, runs review, and answers; a refusal
+// counts in metrics.AdmissionRefused as kind.
+func (w *Webhook) serve(kind string, review func(context.Context, *admissionv1.AdmissionRequest) error) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 3<<20))
 		if err != nil {
@@ -75,6 +83,7 @@ func (w *Webhook) serve(review func(context.Context, *admissionv1.AdmissionReque
 		if ar.Request.UserInfo.Username != w.ServiceAccount {
 			if err := review(r.Context(), ar.Request); err != nil {
 				resp.Allowed = false
+				metrics.AdmissionRefused.WithLabelValues(kind).Inc()
 				resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity,
 					Reason: metav1.StatusReasonInvalid, Message: err.Error()}
 				w.Log.Info("admission refused", "kind", ar.Request.Kind.Kind, "name", ar.Request.Name,

@@ -22,6 +22,14 @@ var (
 		Name: "leasetune_settings_refused_total",
 		Help: "Setting changes refused because the resulting triple was invalid, per component.",
 	}, []string{"component"})
+	// AdmissionRefused counts the requests the admission webhook refused,
+	// per kind: "setting" (a value of one of the six settings) or
+	// "override" (override annotations on a cluster object). SettingsRefused
+	// counts only what the controller refuses later, on its way in.
+	AdmissionRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "leasetune_admission_refused_total",
+		Help: "Requests the admission webhook refused, per kind (setting, override).",
+	}, []string{"kind"})
 	// Writes counts the writes the controllers made, per target kind.
 	Writes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "leasetune_writes_total",
@@ -72,5 +80,5 @@ var (
 
 func init() {
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		SettingsApplied, SettingsRefused, Writes, Restarts, AgentChannel, AgentTimingsApplicable, ClustersLeftAlone, PropagationSeconds, QueueDepth)
+		SettingsApplied, SettingsRefused, AdmissionRefused, Writes, Restarts, AgentChannel, AgentTimingsApplicable, ClustersLeftAlone, PropagationSeconds, QueueDepth)
 }
