@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,22 +128,41 @@ func (r *Report) Cleanup(ctx context.Context, cs kubernetes.Interface, opts Opti
 	return c, nil
 }
 
-// Print lists the cleanup; done says whether it has been applied.
+// Print lists the cleanup; done says whether it has been applied. Each
+// object names only the project's annotations it carries.
 func (c *Cleanup) Print(w io.Writer, done bool) {
-	verb := "would be"
-	if done {
-		verb = "were"
+	// are is the verb for a subject of n things.
+	are := func(n int) string {
+		switch {
+		case !done:
+			return "would be"
+		case n == 1:
+			return "was"
+		}
+		return "were"
 	}
 	for _, rm := range c.Removals {
+		ann := rm.Object.obj.GetAnnotations()
+		var present []string
+		for _, a := range []string{agentenv.RecordAnnotation, agentenv.StatusAnnotation} {
+			if _, ok := ann[a]; ok {
+				present = append(present, a)
+			}
+		}
+		noun := "annotations"
+		if len(present) == 1 {
+			noun = "annotation"
+		}
+		annLine := fmt.Sprintf("%s %s: %s removed", noun, strings.Join(present, ", "), are(len(present)))
 		if rm.Entries {
-			fmt.Fprintf(w, "%s\n  spec.agentEnvVars: %s → %s\n  annotations %s, %s: %s removed\n  restarts: %s\n",
-				rm.Object.ref(), envString(rm.Object.obj), envItems(rm.Env), agentenv.RecordAnnotation, agentenv.StatusAnnotation, verb, rm.Object.restarts())
+			fmt.Fprintf(w, "%s\n  spec.agentEnvVars: %s → %s\n  %s\n  restarts: %s\n",
+				rm.Object.ref(), envString(rm.Object.obj), envItems(rm.Env), annLine, rm.Object.restarts())
 		} else {
-			fmt.Fprintf(w, "%s\n  annotations %s, %s: %s removed (no restart)\n", rm.Object.ref(), agentenv.RecordAnnotation, agentenv.StatusAnnotation, verb)
+			fmt.Fprintf(w, "%s\n  %s (no restart)\n", rm.Object.ref(), annLine)
 		}
 	}
 	for _, o := range c.Own {
-		fmt.Fprintf(w, "%s: %s deleted\n", o, verb)
+		fmt.Fprintf(w, "%s: %s deleted\n", o, are(1))
 	}
 	if len(c.Removals) == 0 && len(c.Own) == 0 {
 		fmt.Fprintln(w, "Nothing of leasetune's found (check --namespace).")
@@ -150,12 +170,12 @@ func (c *Cleanup) Print(w io.Writer, done bool) {
 	for _, l := range c.LeftAlone {
 		fmt.Fprintf(w, "left alone: %s\n", l)
 	}
-	fmt.Fprintf(w, `
-The above %s removed. Left in place: the CATTLE_ELECTION_* and FLEET_AGENT_ELECTION_*
-values on the Fleet Deployments and in rancher-config (removing them would send those
-processes back to wrangler's 2s retry; the next helm upgrade of Fleet resets them to the
-chart's values), the Setting objects (your values) and the Setting CRD.
-`, verb)
+	fmt.Fprint(w, `
+Left in place: the CATTLE_ELECTION_* and FLEET_AGENT_ELECTION_* values on the Fleet
+Deployments and in rancher-config (removing them would send those processes back to
+wrangler's 2s retry; the next helm upgrade of Fleet resets them to the chart's values),
+the Setting objects (your values) and the Setting CRD.
+`)
 }
 
 // Apply removes what Cleanup listed, each cluster write with the

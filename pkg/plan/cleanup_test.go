@@ -1,0 +1,76 @@
+package plan
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"leasetune.io/leasetune/pkg/controllers/agentenv"
+)
+
+func fleetCluster(name string, ann map[string]string, env ...string) clusterObject {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
+		"spec": map[string]interface{}{}}}
+	u.SetNamespace("fleet-default")
+	u.SetName(name)
+	u.SetAnnotations(ann)
+	var l []interface{}
+	for i := 0; i < len(env); i += 2 {
+		l = append(l, map[string]interface{}{"name": env[i], "value": env[i+1]})
+	}
+	if l != nil {
+		_ = unstructured.SetNestedSlice(u.Object, l, "spec", "agentEnvVars")
+	}
+	return clusterObject{gvr: agentenv.FleetClusterGVR, obj: u}
+}
+
+// TestCleanupPrintNamesOnlyWhatIsThere: the listing names only the
+// annotations an object carries, with the grammar of their number, and the
+// own objects one at a time.
+func TestCleanupPrintNamesOnlyWhatIsThere(t *testing.T) {
+	c := &Cleanup{
+		Removals: []Removal{
+			{Object: fleetCluster("status-only", map[string]string{agentenv.StatusAnnotation: "unsupported: ...", "other": "x"})},
+			{Object: fleetCluster("both", map[string]string{agentenv.RecordAnnotation: "{}", agentenv.StatusAnnotation: "invalid"},
+				"HTTPS_PROXY", "p", "CATTLE_ELECTION_RETRY_PERIOD", "5s"),
+				Env: []map[string]interface{}{{"name": "HTTPS_PROXY", "value": "p"}}, Entries: true},
+			{Object: fleetCluster("record-only", map[string]string{agentenv.RecordAnnotation: "{}"},
+				"CATTLE_ELECTION_RETRY_PERIOD", "5s"), Entries: true},
+		},
+		Own: []string{"ConfigMap leasetune-system/leasetune-state", "Lease leasetune-system/leasetune"},
+	}
+	for _, tc := range []struct {
+		done         bool
+		want, unwant []string
+	}{
+		{false, []string{
+			"clusters.fleet.cattle.io fleet-default/status-only\n  annotation leasetune.io/agent-env-status: would be removed (no restart)\n",
+			"clusters.fleet.cattle.io fleet-default/both\n  spec.agentEnvVars: HTTPS_PROXY=p CATTLE_ELECTION_RETRY_PERIOD=5s → HTTPS_PROXY=p\n  annotations leasetune.io/agent-env, leasetune.io/agent-env-status: would be removed\n  restarts: fleet-agent\n",
+			"clusters.fleet.cattle.io fleet-default/record-only\n  spec.agentEnvVars: CATTLE_ELECTION_RETRY_PERIOD=5s → (none)\n  annotation leasetune.io/agent-env: would be removed\n",
+			"ConfigMap leasetune-system/leasetune-state: would be deleted\n",
+			"Lease leasetune-system/leasetune: would be deleted\n",
+		}, []string{"status-only\n  annotations", "agent-env, leasetune.io/agent-env-status: would be removed (no restart)"}},
+		{true, []string{
+			"annotation leasetune.io/agent-env-status: was removed (no restart)\n",
+			"annotations leasetune.io/agent-env, leasetune.io/agent-env-status: were removed\n",
+			"annotation leasetune.io/agent-env: was removed\n",
+			"ConfigMap leasetune-system/leasetune-state: was deleted\n",
+		}, []string{"were deleted", "would be"}},
+	} {
+		var b bytes.Buffer
+		c.Print(&b, tc.done)
+		out := b.String()
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("done=%v: output lacks %q:\n%s", tc.done, w, out)
+			}
+		}
+		for _, u := range tc.unwant {
+			if strings.Contains(out, u) {
+				t.Errorf("done=%v: output has %q:\n%s", tc.done, u, out)
+			}
+		}
+	}
+}
