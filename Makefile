@@ -36,12 +36,19 @@ controlplane: ## build kube-apiserver and etcd into .cache/controlplane (idempot
 test: test-unit test-integration ## unit tests (fuzz seed corpora included) and integration tests
 
 # -race: the controllers share caches and state between goroutines.
+# Each step says what it runs, then how long it took: compiling client-go
+# and the rest with -race takes minutes before go test prints anything.
 test-unit:
-	$(GO) test -race -count=1 $(UNIT_PKGS)
+	@echo "test-unit: go test -race over $(words $(UNIT_PKGS)) packages (the first build with -race takes minutes) ..."; start=$$SECONDS; \
+	  if $(GO) test -race -count=1 $(UNIT_PKGS); then echo "test-unit: passed in $$((SECONDS - start))s"; \
+	  else echo "test-unit: failed after $$((SECONDS - start))s"; exit 1; fi
 
 test-integration:
-	assets="$$(scripts/controlplane.sh)" && \
-	  KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 -p 1 -timeout 30m $(INTEGRATION_PKGS)
+	@echo "test-integration: control plane (scripts/controlplane.sh; built once, minutes) ..."; start=$$SECONDS; \
+	  assets="$$(scripts/controlplane.sh)" || exit 1; echo "test-integration: control plane in $$assets ($$((SECONDS - start))s)"; \
+	  echo "test-integration: go test -race -p 1 $(INTEGRATION_PKGS): one package at a time, each with its own kube-apiserver and etcd, each printed as it ends ..."; start=$$SECONDS; \
+	  if KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 -p 1 -timeout 30m $(INTEGRATION_PKGS); then echo "test-integration: passed in $$((SECONDS - start))s"; \
+	  else echo "test-integration: failed after $$((SECONDS - start))s"; exit 1; fi
 
 generate: ## regenerate deepcopy and wrangler clients (pkg/apis, pkg/generated)
 	scripts/generate.sh
