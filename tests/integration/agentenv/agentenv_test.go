@@ -31,7 +31,7 @@ var (
 func TestOverridesAddedChangedRemoved(t *testing.T) {
 	ns := cp.Namespace(t)
 	before := create(t, fleetGVR, fleetCluster(ns, "edge-1", nil, nil, user, fromRef))
-	r := start(t, &triples{agent: election.WranglerDefaults}, fleet.ChannelClusterEnvV09)
+	r := start(t, newTriples(election.WranglerDefaults), fleet.ChannelClusterEnvV09)
 	if n := r.settle(); n != 0 {
 		t.Fatalf("%d writes with no override and the agent's own triple", n)
 	}
@@ -75,7 +75,7 @@ func TestOverridesWhereFleetRendersTheNames(t *testing.T) {
 		t.Run(string(ch), func(t *testing.T) {
 			ns := cp.Namespace(t)
 			create(t, fleetGVR, fleetCluster(ns, "edge-1", nil, map[string]string{agentenv.RetryPeriodAnnotation: "5s"}, user))
-			r := start(t, &triples{agent: election.FleetDefaults}, ch)
+			r := start(t, newTriples(election.FleetDefaults), ch)
 			eventually(t, "reported", func() bool {
 				return strings.Contains(getObj(t, fleetGVR, ns, "edge-1").GetAnnotations()[agentenv.StatusAnnotation], "renders CATTLE_ELECTION_* itself")
 			})
@@ -115,7 +115,7 @@ func TestRepairOfEarlierDuplicates(t *testing.T) {
 	u := fleetCluster(ns, "broken", nil, map[string]string{agentenv.RecordAnnotation: `{"CATTLE_ELECTION_LEASE_DURATION":"30s","CATTLE_ELECTION_RENEW_DEADLINE":"25s","CATTLE_ELECTION_RETRY_PERIOD":"5s"}`},
 		user, ours[0], fromRef, ours[1], ours[2])
 	create(t, fleetGVR, u)
-	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelAgentManagement)
+	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelAgentManagement)
 	eventually(t, "repaired", func() bool {
 		o := getObj(t, fleetGVR, ns, "broken")
 		_, rec := o.GetAnnotations()[agentenv.RecordAnnotation]
@@ -131,7 +131,7 @@ func TestInvalidOverrideLeavesClusterAloneAndOthersProceed(t *testing.T) {
 	ns := cp.Namespace(t)
 	create(t, fleetGVR, fleetCluster(ns, "bad", nil, map[string]string{agentenv.RetryPeriodAnnotation: "30s"}, user))
 	create(t, fleetGVR, fleetCluster(ns, "good", nil, map[string]string{agentenv.RetryPeriodAnnotation: "5s"}))
-	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelClusterEnvV09)
+	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
 
 	eventually(t, "good cluster written", func() bool { return len(envOf(getObj(t, fleetGVR, ns, "good"))) == 3 })
 	eventually(t, "bad cluster marked", func() bool {
@@ -176,7 +176,7 @@ func TestHandWrittenEntriesAreTheirs(t *testing.T) {
 	ns := cp.Namespace(t)
 	hand := map[string]interface{}{"name": "CATTLE_ELECTION_RETRY_PERIOD", "value": "3s"}
 	create(t, fleetGVR, fleetCluster(ns, "hand", nil, map[string]string{agentenv.LeaseDurationAnnotation: "40s"}, user, hand))
-	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelClusterEnvV09)
+	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
 	eventually(t, "reported", func() bool { return r.Problems()[ns+"/hand"] == agentenv.ProblemForeign })
 	eventually(t, "marked", func() bool {
 		return strings.Contains(getObj(t, fleetGVR, ns, "hand").GetAnnotations()[agentenv.StatusAnnotation], `CATTLE_ELECTION_RETRY_PERIOD="3s"`)
@@ -226,7 +226,7 @@ func TestRancherManagedClustersAreWrittenWhereRancherReads(t *testing.T) {
 	mk("provisioned", ns+"-provisioned", true, over, true, nil)
 	mk("imported", ns+"-imported", false, over, true, nil)
 	mk("legacy", legacyName, false, nil, false, over)
-	start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelClusterEnvV09)
+	start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
 
 	want := []string{"HTTPS_PROXY=http://proxy:3128", "CATTLE_ELECTION_LEASE_DURATION=30s",
 		"CATTLE_ELECTION_RENEW_DEADLINE=25s", "CATTLE_ELECTION_RETRY_PERIOD=5s"}
@@ -268,7 +268,7 @@ func TestConcurrentEditIsNeverLost(t *testing.T) {
 	for i := 0; i < n; i++ {
 		create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("c%02d", i), nil, nil, user))
 	}
-	tr := &triples{agent: election.WranglerDefaults}
+	tr := newTriples(election.WranglerDefaults)
 	r := start(t, tr, fleet.ChannelClusterEnvV09, func(o *agentenv.Options) { o.ClustersPerMinute = 120 })
 	r.settle() // 45/30/2 is what v0.9 agents run without entries: nothing to write yet
 	began := time.Now()
@@ -295,7 +295,7 @@ func TestConcurrentEditIsNeverLost(t *testing.T) {
 			}
 		}
 	}()
-	tr.set(mustTimings("60s", "50s", "20s"))
+	tr.Set(mustTimings("60s", "50s", "20s"))
 	wg.Wait()
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("c%02d", i)
@@ -320,7 +320,7 @@ func TestZeroWritesOnResyncAndRestart(t *testing.T) {
 		}
 		create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("z%d", i), nil, ann, user))
 	}
-	tr := &triples{agent: mustTimings("60s", "50s", "20s")}
+	tr := newTriples(mustTimings("60s", "50s", "20s"))
 	r := start(t, tr, fleet.ChannelClusterEnvV09)
 	if n := r.settle(); n != 10 {
 		t.Errorf("%d writes for 10 clusters, want 10", n)

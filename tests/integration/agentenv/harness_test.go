@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,42 +23,16 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
-	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
-// triples is a settable settings.Triples for the agent triple.
-type triples struct {
-	mu        sync.Mutex
-	agent     election.Timings
-	listeners []func()
-}
+// triples and channels are the framework's doubles of the Provider and
+// of the channel detection.
+type triples = framework.AgentTriples
 
-func (s *triples) Effective(c settings.Component) (election.Timings, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.agent, c == settings.FleetAgent
-}
-func (s *triples) OnChange(f func()) {
-	s.mu.Lock()
-	s.listeners = append(s.listeners, f)
-	s.mu.Unlock()
-}
-func (s *triples) set(t election.Timings) {
-	s.mu.Lock()
-	s.agent = t
-	ls := append([]func(){}, s.listeners...)
-	s.mu.Unlock()
-	for _, f := range ls {
-		f()
-	}
-}
+type channels = framework.FixedChannel
 
-// channels is a fixed fleetsettings.Channels.
-type channels struct{ ch fleet.AgentChannel }
-
-func (c channels) Channel() (fleet.AgentChannel, bool) { return c.ch, true }
-func (c channels) OnChannelChange(func())              {}
+func newTriples(t election.Timings) *triples { return framework.NewAgentTriples(t) }
 
 // writeCounter counts non-GET requests.
 type writeCounter struct {
@@ -90,7 +63,7 @@ func start(t *testing.T, tr *triples, ch fleet.AgentChannel, tweak ...func(*agen
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
 	opts := agentenv.Options{
-		Client: dynamic.NewForConfigOrDie(cfg), Rancher: true, Triples: tr, Channels: channels{ch},
+		Client: dynamic.NewForConfigOrDie(cfg), Rancher: true, Triples: tr, Channels: channels(ch),
 		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}

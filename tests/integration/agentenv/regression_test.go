@@ -68,7 +68,7 @@ func TestEditAfterStatusClearIsKept(t *testing.T) {
 		}
 		o.Client = dynamic.NewForConfigOrDie(cfg)
 	}
-	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelClusterEnvV09, tweak)
+	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09, tweak)
 	eventually(t, "marked invalid", func() bool {
 		_, ok := getObj(t, fleetGVR, ns, "x").GetAnnotations()[agentenv.StatusAnnotation]
 		return ok
@@ -109,7 +109,7 @@ func TestOverridesOnTheWrongObjectAreReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(t, fleetGVR, fleetCluster(ns, "imported", map[string]string{agentenv.MgmtNameLabel: mgmtName}, map[string]string{agentenv.RetryPeriodAnnotation: "3s"}))
-	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelClusterEnvV09)
+	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
 	eventually(t, "reported on the fleet Cluster", func() bool {
 		ev := events(t, ns, "imported", "ElectionOverrideIgnored")
 		return len(ev) == 1 && strings.Contains(ev[0], "clusters.provisioning.cattle.io "+ns+"/imported")
@@ -135,7 +135,7 @@ func TestOverridesOnTheWrongObjectAreReported(t *testing.T) {
 func TestAnotherWriterThatKeepsRemovingTheEntries(t *testing.T) {
 	ns := cp.Namespace(t)
 	create(t, fleetGVR, fleetCluster(ns, "fought", nil, nil, user))
-	r := start(t, &triples{agent: election.FleetDefaults}, fleet.ChannelClusterEnvV09)
+	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
 	eventually(t, "written", func() bool { return len(envOf(getObj(t, fleetGVR, ns, "fought"))) == 4 })
 
 	stop := make(chan struct{})

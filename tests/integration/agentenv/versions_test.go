@@ -82,7 +82,7 @@ func TestFixtureVersions(t *testing.T) {
 			useFleetCRD(t, c.version)
 			ns := cp.Namespace(t)
 			before := create(t, fleetGVR, fleetCluster(ns, "local", nil, nil, user))
-			r := start(t, &triples{agent: election.FleetDefaults}, c.channel)
+			r := start(t, newTriples(election.FleetDefaults), c.channel)
 			want := c.want
 			if want == nil {
 				want = []string{"HTTPS_PROXY=http://proxy:3128"}

@@ -36,7 +36,6 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	pkgrancher "leasetune.io/leasetune/pkg/rancher"
-	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/rancher"
 )
@@ -69,40 +68,13 @@ func tripleEnv(t election.Timings) []string {
 
 // ---- settings and channel the controller reads -------------------------
 
-// triples is a settable settings.Triples for the agent triple.
-type triples struct {
-	mu        sync.Mutex
-	agent     election.Timings
-	listeners []func()
-}
+// triples and channels are the framework's doubles of the Provider and
+// of the channel detection.
+type triples = framework.AgentTriples
 
-func (s *triples) Effective(c settings.Component) (election.Timings, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.agent, c == settings.FleetAgent
-}
+type channels = framework.FixedChannel
 
-func (s *triples) OnChange(f func()) {
-	s.mu.Lock()
-	s.listeners = append(s.listeners, f)
-	s.mu.Unlock()
-}
-
-func (s *triples) set(t election.Timings) {
-	s.mu.Lock()
-	s.agent = t
-	ls := append([]func(){}, s.listeners...)
-	s.mu.Unlock()
-	for _, f := range ls {
-		f()
-	}
-}
-
-// channels is a fixed fleetsettings.Channels.
-type channels struct{ ch fleet.AgentChannel }
-
-func (c channels) Channel() (fleet.AgentChannel, bool) { return c.ch, true }
-func (c channels) OnChannelChange(func())              {}
+func newTriples(t election.Timings) *triples { return framework.NewAgentTriples(t) }
 
 // ---- leasetune's writes, by object -------------------------------------
 
@@ -455,10 +427,10 @@ func (h *harness) startController() {
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { h.writes.next = rt; return h.writes }
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
-	h.tr = &triples{agent: h.global}
+	h.tr = newTriples(h.global)
 	c := agentenv.New(agentenv.Options{
 		Client: dynamic.NewForConfigOrDie(cfg), Rancher: true, RancherVersion: h.rv,
-		Triples: h.tr, Channels: channels{h.channel},
+		Triples: h.tr, Channels: channels(h.channel),
 		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})

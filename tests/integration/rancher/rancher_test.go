@@ -166,7 +166,7 @@ func stepGlobalChange(t *testing.T, h *harness, cs []*cluster) {
 		t.Fatal("test: the new triple equals the old")
 	}
 	h.global = next
-	h.tr.set(next)
+	h.tr.Set(next)
 	h.converge("after the global change", cs)
 	want := 0
 	if h.channel == fleet.ChannelClusterEnvV09 {
