@@ -2,7 +2,8 @@
 // kube-apiserver and etcd (the ones the tests use), installs the CRDs
 // leasetune needs, seeds a sample Rancher + Fleet installation, runs
 // `leasetune controller` against it, prints how to change a setting and see
-// the effect, and stops everything on Ctrl-C.
+// the effect (with kubectl and through the /v3/settings API, with a ready
+// token), and on Ctrl-C stops leasetune, then the control plane.
 package main
 
 import (
@@ -31,13 +32,18 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"leasetune.io/leasetune/pkg/crds"
+	"leasetune.io/leasetune/pkg/manager"
 )
 
 //go:embed crds/*.yaml
 var crdFiles embed.FS
 
-// webhookAddr is where the local leasetune serves its webhook.
+// webhookAddr is where the local leasetune serves its webhook and the
+// /v3/settings API.
 const webhookAddr = "127.0.0.1:9443"
+
+// namespace is leasetune's namespace in the sample installation.
+const namespace = "leasetune-system"
 
 // installWebhook creates the ValidatingWebhookConfiguration of the chart's
 // rendered webhook.yaml with each webhook pointed at addr by URL.
@@ -71,11 +77,59 @@ func installWebhook(ctx context.Context, cs kubernetes.Interface, path, addr str
 	}
 }
 
+// childEnv marks the devenv process that does the work (see supervise).
+const childEnv = "LEASETUNE_DEVENV_CHILD"
+
 func main() {
+	if os.Getenv(childEnv) == "" {
+		os.Exit(supervise())
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "devenv:", err)
 		os.Exit(1)
 	}
+}
+
+// supervise runs devenv again, as a child in a process group of its own,
+// passes it SIGINT and SIGTERM as SIGTERM, and returns its exit code.
+//
+// Ctrl-C in a terminal signals the whole foreground process group. envtest
+// starts kube-apiserver and etcd in the group of the process that starts
+// them, so in devenv's group they died at the same moment as leasetune,
+// which then failed to release its Lease ("Failed to release lock ...
+// connection refused"). In a group of its own the child hears of the Ctrl-C
+// only from here, and stops leasetune first (it releases its Lease), then
+// the control plane.
+func supervise() int {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "devenv:", err)
+		return 1
+	}
+	cmd := exec.Command(self, os.Args[1:]...)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	// No stdin: a process outside the terminal's foreground group that
+	// reads it is stopped.
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "devenv:", err)
+		return 1
+	}
+	go func() {
+		for range sig {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}()
+	if err := cmd.Wait(); err != nil {
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() > 0 {
+			return ee.ExitCode()
+		}
+		return 1
+	}
+	return 0
 }
 
 func run() error {
@@ -109,7 +163,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = env.Stop(); fmt.Println("control plane stopped") }()
+	// Deferred: it runs after leasetune has stopped (below), so leasetune
+	// can release its Lease.
+	defer func() {
+		start := time.Now()
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "devenv: stopping the control plane:", err)
+			return
+		}
+		fmt.Printf("control plane stopped (%s)\n", time.Since(start).Round(100*time.Millisecond))
+	}()
 	user, err := env.AddUser(envtest.User{Name: "dev-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return err
@@ -132,14 +195,45 @@ func run() error {
 		return fmt.Errorf("webhook: %w", err)
 	}
 
-	cmd := exec.Command(binary, "controller", "--kubeconfig", kubeconfig, "--namespace", "leasetune-system",
+	cmd := exec.Command(binary, "controller", "--kubeconfig", kubeconfig, "--namespace", namespace,
 		"--log-format", "text", "--health-addr", "127.0.0.1:8081", "--metrics-addr", "127.0.0.1:8080",
 		"--webhook-addr", webhookAddr, "--webhook-host", "127.0.0.1")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	// Its own process group: a Ctrl-C reaches devenv, which stops it with
-	// one SIGTERM and waits, instead of it racing the control plane's exit.
+	// Its own process group: only devenv signals it (one SIGTERM), and waits.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// stopLeasetune stops leasetune (it releases its Lease) and waits.
+	stopLeasetune := func() error {
+		start := time.Now()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		err := <-done
+		if err != nil {
+			return fmt.Errorf("leasetune: %v", err)
+		}
+		fmt.Printf("leasetune stopped (%s)\n", time.Since(start).Round(100*time.Millisecond))
+		return nil
+	}
+
+	// The /v3/settings API: a token of a ServiceAccount with a role for the
+	// six settings, and the webhook's CA (leasetune makes it at start).
+	token, err := settingsAPIToken(ctx, cs, namespace)
+	if err != nil {
+		if ctx.Err() != nil { // Ctrl-C meanwhile
+			return stopLeasetune()
+		}
+		_ = stopLeasetune()
+		return fmt.Errorf("settings API token: %w", err)
+	}
+	caFile, err := webhookCA(ctx, cs, namespace, dir)
+	if err != nil {
+		if ctx.Err() != nil {
+			return stopLeasetune()
+		}
+		_ = stopLeasetune()
 		return err
 	}
 	kubectl := filepath.Join(assets, "kubectl")
@@ -169,20 +263,24 @@ Every write leasetune would make now, without making it; and what it wrote, to r
   %[3]s cleanup --kubeconfig %[1]s --namespace leasetune-system   (lists; --yes removes)
 Settings: kubectl get settings | grep leader-election     Metrics: http://127.0.0.1:8080/metrics
 
-Ctrl-C stops everything.
-`, kubeconfig, kubectl, binary)
+The Rancher-compatible /v3/settings API, at https://%[4]s/v3/settings (TLS with the CA of the
+Secret %[6]s/%[7]s, written to %[5]s), with a token of the
+ServiceAccount %[6]s/%[8]s (a ClusterRole to get, list, update and patch the six settings):
+  export TOKEN=%[9]s
+  curl --cacert %[5]s -H "Authorization: Bearer $TOKEN" https://%[4]s/v3/settings/fleet-leader-election-retry-period
+  curl --cacert %[5]s -H "Authorization: Bearer $TOKEN" -X PUT -d '{"value":"6s"}' https://%[4]s/v3/settings/fleet-leader-election-retry-period
+A value that breaks the triple is refused with 422 and the rule (-k instead of --cacert also works):
+  curl -k -H "Authorization: Bearer $TOKEN" -X PUT -d '{"value":"30s"}' https://%[4]s/v3/settings/fleet-leader-election-retry-period
 
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+Ctrl-C stops everything: leasetune first (it releases its Lease), then the control plane.
+`, kubeconfig, kubectl, binary, webhookAddr, caFile, namespace, manager.WebhookSecretName, settingsEditor, token)
+
 	select {
 	case <-ctx.Done():
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		err = <-done
-		fmt.Println("leasetune stopped")
+		return stopLeasetune()
 	case err = <-done:
-		err = fmt.Errorf("leasetune exited: %v", err)
+		return fmt.Errorf("leasetune exited: %v", err)
 	}
-	return err
 }
 
 // seed creates the namespaces, the Fleet Deployments, rancher-config and
