@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -25,7 +27,10 @@ func newCheckCommand() *cobra.Command {
 project do, and print its cost: lock requests per hour for one lock with one
 leader and --followers followers (for client-go before v0.30, whose leader reads
 and updates the lock at every renewal, and v0.30+, which only updates), and the
-worst-case failover time after the leader dies (leaseDuration + 4.4 × retryPeriod).
+worst-case failover time after the leader dies (leaseDuration + 4.4 × retryPeriod),
+the renewal attempts the leader gets (renewDeadline / retryPeriod) and the
+longest kube-apiserver stall it survives without giving up the lock
+(renewDeadline).
 
 Durations use Go's syntax (time.ParseDuration), as wrangler and Fleet read them:
 "30s", "1m30s", "1.5s".
@@ -100,5 +105,15 @@ func check(stdout, stderr io.Writer, t election.Timings, followers int) error {
 	c := election.CostOf(t, followers, election.LeaderGetsAndUpdates)
 	fmt.Fprintf(stdout, "worst-case failover after the leader dies: %s (leaseDuration + 4.4 × retryPeriod)\n",
 		election.FormatDuration(c.WorstCaseFailover))
+	fmt.Fprintf(stdout, "renewal attempts before the leader gives up: %s (renewDeadline / retryPeriod)\n",
+		formatAttempts(election.RenewAttempts(t)))
+	fmt.Fprintf(stdout, "the leader survives a kube-apiserver stall of up to %s (renewDeadline)\n",
+		election.FormatDuration(election.SurvivableStall(t)))
 	return nil
+}
+
+// formatAttempts formats a number of renewal attempts with at most two
+// decimals ("2.5", "15", "2.14").
+func formatAttempts(n float64) string {
+	return strconv.FormatFloat(math.Round(n*100)/100, 'f', -1, 64)
 }

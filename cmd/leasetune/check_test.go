@@ -24,13 +24,15 @@ func TestCheck(t *testing.T) {
 				"client-go < v0.30 (leader gets and updates): 945 (leader 720, followers 225)",
 				"client-go v0.30+ (leader updates only):      585 (leader 360, followers 225)",
 				"worst-case failover after the leader dies: 1m14s",
+				"renewal attempts before the leader gives up: 2.5 (renewDeadline / retryPeriod)\n",
+				"the leader survives a kube-apiserver stall of up to 25s (renewDeadline)\n",
 			},
 		},
 		{
 			name:   "wrangler defaults with 2 followers",
 			args:   []string{"check", "--lease-duration=45s", "--renew-deadline=30s", "--retry-period=2s", "--followers=2"},
 			code:   0,
-			stdout: []string{"1 leader + 2 follower(s)", ": 5850 (leader 3600, followers 2250)", "failover after the leader dies: 53.8s"},
+			stdout: []string{"1 leader + 2 follower(s)", ": 5850 (leader 3600, followers 2250)", "failover after the leader dies: 53.8s", "renewal attempts before the leader gives up: 15 ", "stall of up to 30s"},
 		},
 		{
 			name:      "renew deadline equal to 1.2 × retry period",
