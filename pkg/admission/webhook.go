@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -209,10 +210,39 @@ func (w *Webhook) reviewOverrides(ctx context.Context, req *admissionv1.Admissio
 		}
 		return nil
 	}
-	if _, err := agentenv.Effective(global.Effective, vals, set); err != nil {
-		return fmt.Errorf("election override annotations refused with the global agent triple %s: %w", global.Effective, err)
+	checked, err := agentenv.Effective(global.Effective, vals, set)
+	if err != nil {
+		return fmt.Errorf("election override annotations refused: %w (the global agent triple %s with this cluster's overrides)%s",
+			err, global.Effective, overrideHint(checked, set))
 	}
 	return nil
+}
+
+// overrideHint proposes override values that make a valid triple around the
+// override last in the field order that is set (the one most likely just
+// edited), by the same fit the settings' hints use; "" when none helps.
+func overrideHint(checked election.Timings, set [3]bool) string {
+	for i := len(election.Fields) - 1; i >= 0; i-- {
+		if !set[i] {
+			continue
+		}
+		f := election.Fields[i]
+		fit := settings.FitAround(checked, f, checked.Get(f))
+		if fit.Validate() != nil {
+			return ""
+		}
+		var parts []string
+		for j, g := range election.Fields {
+			if fit.Get(g) != checked.Get(g) {
+				parts = append(parts, agentenv.OverrideAnnotations[j]+"="+election.FormatDuration(fit.Get(g)))
+			}
+		}
+		if len(parts) == 0 {
+			return ""
+		}
+		return ". An order that works: set " + strings.Join(parts, " and ") + " on this cluster as well (one write), or choose another " + agentenv.OverrideAnnotations[i]
+	}
+	return ""
 }
 
 // overrideReaches says why override annotations on u cannot take effect on

@@ -284,6 +284,14 @@ func orderHint(v View, byName map[string]*v3.Setting, d Definition, cur election
 // triple at all (renewDeadline ≥ 2s); otherwise the result is invalid and
 // orderHint gives no order.
 func fitAround(cur election.Timings, f election.Field, want time.Duration) election.Timings {
+	return FitAround(cur, f, want)
+}
+
+// FitAround returns cur with field f set to want and the other two moved,
+// where they must, to the nearest values that make a valid triple (the
+// fix a refusal proposes; the webhook's override message uses it too).
+// The result may still be invalid when want itself is out of range.
+func FitAround(cur election.Timings, f election.Field, want time.Duration) election.Timings {
 	t := cur.With(f, want)
 	const n = election.MinRenewAttempts
 	tooShort := func(renew, retry time.Duration) bool { return renew/n < retry } // renew < n × retry, without overflow

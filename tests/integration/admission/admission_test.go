@@ -200,8 +200,37 @@ func TestOverrideAnnotations(t *testing.T) {
 		_, err := r.Patch(context.Background(), "edge", types.MergePatchType, body, metav1.PatchOptions{})
 		return err
 	}
-	if err := annotate("30s"); err == nil || !strings.Contains(err.Error(), "renewDeadline 25s must exceed 1.2 × retryPeriod 30s = 36s") {
-		t.Errorf("invalid override: %v", err)
+	err := annotate("30s")
+	if err == nil || !strings.Contains(err.Error(), "renewDeadline 25s must exceed 1.2 × retryPeriod 30s = 36s") ||
+		!strings.Contains(err.Error(), "leaseDuration=30s renewDeadline=25s retryPeriod=30s") {
+		t.Errorf("invalid override (must name the triple it checked): %v", err)
+	}
+	// The message's order of edits works as given: those annotations with
+	// the refused one, in one write.
+	hint := map[string]interface{}{agentenv.RetryPeriodAnnotation: "30s"}
+	if err != nil {
+		_, after, _ := strings.Cut(err.Error(), "An order that works: set ")
+		before, _, _ := strings.Cut(after, " on this cluster as well")
+		for _, kv := range strings.Split(before, " and ") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				hint[k] = v
+			}
+		}
+	}
+	if len(hint) < 2 {
+		t.Errorf("no order of edits in %v", err)
+	} else {
+		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": hint}})
+		if _, err := r.Patch(context.Background(), "edge", types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+			t.Errorf("the hinted edits %v refused: %v", hint, err)
+		}
+		for k := range hint {
+			hint[k] = nil
+		}
+		body, _ = json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": hint}})
+		if _, err := r.Patch(context.Background(), "edge", types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := annotate("ten"); err == nil || !strings.Contains(err.Error(), `annotation election.cattle.io/retry-period: retryPeriod "ten" is not a duration`) {
 		t.Errorf("unparsable override: %v", err)
