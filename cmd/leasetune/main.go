@@ -3,6 +3,8 @@
 //
 //	leasetune check --lease-duration 30s --renew-deadline 25s --retry-period 10s
 //	leasetune controller [--kubeconfig FILE]
+//	leasetune audit FILE...
+//	leasetune recommend --max-failover 60s
 //
 // check validates a timing triple and prints what it costs; controller runs
 // the settings provider and the controllers that propagate the timings.
@@ -75,6 +77,6 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(newCheckCommand(), newControllerCommand(), newPlanCommand(), newCleanupCommand())
+	root.AddCommand(newCheckCommand(), newControllerCommand(), newPlanCommand(), newCleanupCommand(), newAuditCommand(), newRecommendCommand())
 	return root
 }

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/recommend"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+// newRecommendCommand returns `leasetune recommend`.
+func newRecommendCommand() *cobra.Command {
+	var (
+		maxFailover     onceString
+		attempts        = decimalInt{value: election.MinRenewAttempts}
+		followers       decimalInt
+		clusters        decimalInt
+		controllerLocks = decimalInt{value: recommend.DefaultControllerLocks}
+		alternatives    = decimalInt{value: 5}
+		v030            bool
+		output          string
+		kf              kubeFlags
+		ns              string
+	)
+	cmd := &cobra.Command{
+		Use:   "recommend --max-failover D [--min-renew-attempts N] [--followers N] [--clusters N]",
+		Short: "Recommend the cheapest valid triple whose worst-case failover stays within a bound",
+		Long: `Print the valid triple, in whole seconds, with the fewest lock requests per hour
+whose worst-case failover after the leader dies (leaseDuration + 4.4 ×
+retryPeriod) is at most --max-failover and whose renewDeadline leaves the
+leader at least --min-renew-attempts renewal attempts (renewDeadline /
+retryPeriod, at least 2). The fewest requests is the longest retry period;
+of the triples with that retry period, the one with the longest renewDeadline
+(a leader survives a kube-apiserver stall of up to renewDeadline), and the
+shortest leaseDuration above it. Then a table of alternatives on the
+trade-off curve: shorter retry periods, faster failover, more requests.
+
+With --clusters N, also the installation's lock requests per hour (N
+fleet-agents and --controller-locks Fleet controller locks) with the triples
+in effect (the settings' defaults, or the Settings read with --kubeconfig)
+and with the recommended triple on both.
+
+Every triple printed passes 'leasetune check'. Exit status: 0, 1 no valid
+triple meets the target, 2 bad usage.`,
+		Example: "  leasetune recommend --max-failover 60s --clusters 500",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !maxFailover.set {
+				return &usageError{errors.New("flag --max-failover is required")}
+			}
+			d, err := time.ParseDuration(maxFailover.value)
+			if err != nil {
+				return &usageError{fmt.Errorf("flag --max-failover: %w", err)}
+			}
+			if output != "text" && output != "json" {
+				return &usageError{fmt.Errorf("--output %q: want text or json", output)}
+			}
+			if clusters.value < 0 || controllerLocks.value < 0 || alternatives.value < 0 {
+				return &usageError{errors.New("--clusters, --controller-locks and --alternatives must not be negative")}
+			}
+			target := recommend.Target{MaxFailover: d, MinRenewAttempts: attempts.value, Followers: followers.value}
+			if v030 {
+				target.Behaviour = election.LeaderOnlyUpdates
+			}
+			if err := target.Check(); err != nil {
+				return &usageError{err}
+			}
+			best, err := recommend.Best(target)
+			if errors.Is(err, recommend.ErrUnreachable) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%v\n", err)
+				return &exitError{code: exitInvalid}
+			}
+			if err != nil {
+				return err
+			}
+			res := recommendation{target: target, best: best, curve: recommend.Curve(best, target, alternatives.value)}
+			if clusters.set {
+				inEffect, source, err := inEffectTriples(cmd, &kf, ns)
+				if err != nil {
+					return err
+				}
+				in := recommend.Installation{Clusters: clusters.value, ControllerLocks: controllerLocks.value, Followers: followers.value, Behaviour: target.Behaviour}
+				res.installation = &in
+				res.current, res.source = inEffect, source
+			}
+			if output == "json" {
+				return res.json(cmd.OutOrStdout())
+			}
+			return res.text(cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.Var(&maxFailover, "max-failover", "the longest worst-case failover allowed, e.g. 60s")
+	f.Var(&attempts, "min-renew-attempts", "the least renewDeadline / retryPeriod (at least 2)")
+	f.Var(&followers, "followers", "followers (candidates that are not the leader) per lock, for the request counts")
+	f.Var(&clusters, "clusters", "downstream clusters (one fleet-agent lock each): print the installation's lock requests per hour")
+	f.Var(&controllerLocks, "controller-locks", "Fleet controller locks (Fleet v0.14: fleet-controller, agentmanagement, cleanup, gitops, helmops)")
+	f.Var(&alternatives, "alternatives", "rows in the table of alternatives")
+	f.BoolVar(&v030, "client-go-v030", false, "count requests as client-go v0.30+ makes them (the leader only updates)")
+	f.StringVar(&output, "output", "text", "text or json")
+	f.StringVar(&kf.kubeconfig, "kubeconfig", "", "with --clusters: read the triples in effect from this cluster's Settings (default: the settings' defaults)")
+	f.StringVar(&ns, "namespace", defaultNamespace(), "leasetune's namespace (its state ConfigMap), with --kubeconfig")
+	return cmd
+}
+
+type recommendation struct {
+	target       recommend.Target
+	best         recommend.Option
+	curve        []recommend.Option
+	installation *recommend.Installation
+	current      map[settings.Component]election.Timings
+	source       string
+}
+
+func (r recommendation) text(w io.Writer) error {
+	b := r.best
+	fmt.Fprintf(w, "recommended: %s\n", b.Timings)
+	fmt.Fprintf(w, "  worst-case failover %s (at most %s)\n", election.FormatDuration(b.WorstCaseFailover), election.FormatDuration(r.target.MaxFailover))
+	fmt.Fprintf(w, "  renewal attempts %s (at least %d); survives a kube-apiserver stall of up to %s\n",
+		formatAttempts(b.RenewAttempts), max(r.target.MinRenewAttempts, election.MinRenewAttempts), election.FormatDuration(b.SurvivableStall))
+	fmt.Fprintf(w, "  %.0f lock requests per hour (1 leader + %d follower(s), %s)\n", b.RequestsPerHour, r.target.Followers, r.target.Behaviour)
+	fmt.Fprintf(w, "  leasetune check --lease-duration %s --renew-deadline %s --retry-period %s\n",
+		election.FormatDuration(b.Timings.LeaseDuration), election.FormatDuration(b.Timings.RenewDeadline), election.FormatDuration(b.Timings.RetryPeriod))
+	if len(r.curve) > 0 {
+		fmt.Fprintln(w, "\nthe trade-off curve (* recommended; below it faster failover, more requests):")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "    LEASE\tRENEW\tRETRY\tREQUESTS/H\tFAILOVER\tATTEMPTS\tSTALL SURVIVED")
+		for i, o := range append([]recommend.Option{b}, r.curve...) {
+			mark := "   "
+			if i == 0 {
+				mark = "  *"
+			}
+			fmt.Fprintf(tw, "%s %s\t%s\t%s\t%.0f\t%s\t%s\t%s\n", mark, election.FormatDuration(o.Timings.LeaseDuration), election.FormatDuration(o.Timings.RenewDeadline),
+				election.FormatDuration(o.Timings.RetryPeriod), o.RequestsPerHour, election.FormatDuration(o.WorstCaseFailover), formatAttempts(o.RenewAttempts),
+				election.FormatDuration(o.SurvivableStall))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if in := r.installation; in != nil {
+		ctrl, agent := r.current[settings.FleetController], r.current[settings.FleetAgent]
+		now := in.RequestsPerHour(ctrl, agent)
+		after := in.RequestsPerHour(b.Timings, b.Timings)
+		fmt.Fprintf(w, "\ninstallation: %d fleet-agent locks + %d Fleet controller locks, %d follower(s) each:\n", in.Clusters, in.ControllerLocks, in.Followers)
+		fmt.Fprintf(w, "  in effect (%s): controllers %s, agents %s\n", r.source, ctrl, agent)
+		fmt.Fprintf(w, "    %s lock requests per hour\n", thousands(now))
+		fmt.Fprintf(w, "  recommended on both: %s lock requests per hour", thousands(after))
+		if now > 0 {
+			fmt.Fprintf(w, " (%+.0f%%)", 100*(after-now)/now)
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+type optionJSON struct {
+	LeaseDuration     string  `json:"leaseDuration"`
+	RenewDeadline     string  `json:"renewDeadline"`
+	RetryPeriod       string  `json:"retryPeriod"`
+	RequestsPerHour   float64 `json:"requestsPerHour"`
+	WorstCaseFailover string  `json:"worstCaseFailover"`
+	RenewAttempts     float64 `json:"renewAttempts"`
+	SurvivableStall   string  `json:"survivableStall"`
+}
+
+func toJSON(o recommend.Option) optionJSON {
+	f := election.FormatDuration
+	return optionJSON{LeaseDuration: f(o.Timings.LeaseDuration), RenewDeadline: f(o.Timings.RenewDeadline), RetryPeriod: f(o.Timings.RetryPeriod),
+		RequestsPerHour: o.RequestsPerHour, WorstCaseFailover: f(o.WorstCaseFailover), RenewAttempts: o.RenewAttempts, SurvivableStall: f(o.SurvivableStall)}
+}
+
+func (r recommendation) json(w io.Writer) error {
+	out := struct {
+		Recommended  optionJSON   `json:"recommended"`
+		Alternatives []optionJSON `json:"alternatives"`
+		Installation *struct {
+			Clusters        int     `json:"clusters"`
+			ControllerLocks int     `json:"controllerLocks"`
+			Source          string  `json:"source"`
+			Controllers     string  `json:"controllers"`
+			Agents          string  `json:"agents"`
+			PerHour         float64 `json:"perHour"`
+			Recommended     float64 `json:"recommendedPerHour"`
+		} `json:"installation,omitempty"`
+	}{Recommended: toJSON(r.best), Alternatives: []optionJSON{}}
+	for _, o := range r.curve {
+		out.Alternatives = append(out.Alternatives, toJSON(o))
+	}
+	if in := r.installation; in != nil {
+		ctrl, agent := r.current[settings.FleetController], r.current[settings.FleetAgent]
+		out.Installation = &struct {
+			Clusters        int     `json:"clusters"`
+			ControllerLocks int     `json:"controllerLocks"`
+			Source          string  `json:"source"`
+			Controllers     string  `json:"controllers"`
+			Agents          string  `json:"agents"`
+			PerHour         float64 `json:"perHour"`
+			Recommended     float64 `json:"recommendedPerHour"`
+		}{in.Clusters, in.ControllerLocks, r.source, ctrl.String(), agent.String(), in.RequestsPerHour(ctrl, agent), in.RequestsPerHour(r.best.Timings, r.best.Timings)}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
+
+// inEffectTriples returns the triple in effect per component and where it
+// comes from: the Settings (and leasetune's state ConfigMap in ns) of the
+// cluster --kubeconfig names, as the controller would hold them
+// (settings.Snapshot), or, without --kubeconfig, the settings' defaults.
+func inEffectTriples(cmd *cobra.Command, kf *kubeFlags, ns string) (map[settings.Component]election.Timings, string, error) {
+	out := map[settings.Component]election.Timings{settings.FleetController: election.FleetDefaults, settings.FleetAgent: election.FleetDefaults}
+	if kf.kubeconfig == "" {
+		return out, "defaults", nil
+	}
+	rc, err := kf.restConfig()
+	if err != nil {
+		return nil, "", err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, "", err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, "", err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+	defer cancel()
+	l, err := dyn.Resource(settingsGVR).List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, "", fmt.Errorf("list settings: %w", err)
+	}
+	var objs []v3.Setting
+	if l != nil {
+		for _, it := range l.Items {
+			if _, ok := settings.Lookup(it.GetName()); !ok {
+				continue
+			}
+			var s v3.Setting
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object, &s); err != nil {
+				return nil, "", err
+			}
+			objs = append(objs, s)
+		}
+	}
+	var state map[string]string
+	if cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, settings.DefaultStateName, metav1.GetOptions{}); err == nil {
+		state = cm.Data
+	}
+	snap, _ := settings.Snapshot(objs, state)
+	for _, c := range settings.Components {
+		if st := snap[c]; st.HasEffective {
+			out[c] = st.Effective
+		}
+	}
+	return out, "settings", nil
+}

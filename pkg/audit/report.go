@@ -1,0 +1,275 @@
+package audit
+
+import (
+	"strings"
+	"time"
+
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+// Report is what Analyzer found. Its JSON form is what `leasetune audit
+// --output json` prints.
+type Report struct {
+	// Files are the logs read, in order.
+	Files []string `json:"files"`
+	// Lines are the non-empty lines read; Events those that are audit
+	// events (of any stage); Requests the requests counted (one per
+	// auditID: its ResponseComplete or Panic event, else its last stage).
+	Lines    int `json:"lines"`
+	Events   int `json:"events"`
+	Requests int `json:"requests"`
+	// From and To are the first and last request times
+	// (requestReceivedTimestamp); SpanSeconds the time between.
+	From        time.Time `json:"from"`
+	To          time.Time `json:"to"`
+	SpanSeconds float64   `json:"spanSeconds"`
+	// BadLines counts the lines that are not audit events;
+	// BadLineSamples are the first few, with their line numbers.
+	BadLines       int       `json:"badLines"`
+	BadLineSamples []BadLine `json:"badLineSamples"`
+	// NoTimestamp counts requests without a readable timestamp.
+	NoTimestamp int `json:"noTimestamp,omitempty"`
+	// Top are the most requested URIs, most first, with the query string
+	// as logged. TopApproximate is true when the logs had too many
+	// distinct URIs to count them all exactly (each count is then at most
+	// its MaxOvercount too high).
+	Top            []URICount `json:"top"`
+	TopApproximate bool       `json:"topApproximate,omitempty"`
+	// Locks are the leader-election locks found, most requested first.
+	Locks []Lock `json:"locks"`
+	// LockRequests are the requests to all locks; LockShare their share
+	// of all requests.
+	LockRequests int     `json:"lockRequests"`
+	LockShare    float64 `json:"lockShare"`
+	// UntrackedObjects counts ConfigMaps and Endpoints not examined as
+	// possible locks because too many were seen.
+	UntrackedObjects int `json:"untrackedObjects,omitempty"`
+	// Managed is the projection of the locks leasetune manages; set by
+	// Project.
+	Managed *Projection `json:"managed,omitempty"`
+}
+
+// BadLine is a line that is not an audit event.
+type BadLine struct {
+	File  string `json:"file"`
+	Line  int    `json:"line"`
+	Error string `json:"error"`
+}
+
+// URICount is one request URI and its number of requests.
+type URICount struct {
+	RequestURI   string `json:"requestURI"`
+	Count        int    `json:"count"`
+	MaxOvercount int    `json:"maxOvercount,omitempty"`
+}
+
+// Evidence says why an object counts as a lock.
+type Evidence string
+
+const (
+	// EvidenceLease: a coordination.k8s.io Lease.
+	EvidenceLease Evidence = "lease"
+	// EvidenceAnnotation: its request or response object carries
+	// LeaderAnnotation.
+	EvidenceAnnotation Evidence = "annotation"
+	// EvidenceCadence: inferred at Metadata level from one client's steady
+	// reads and writes (see InferMinWrites, InferMaxSpread,
+	// InferMinReadsPerWrite).
+	EvidenceCadence Evidence = "cadence"
+)
+
+// Lock is one leader-election lock found in the logs.
+type Lock struct {
+	Resource  string `json:"resource"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Requests, PerHour and Share are its requests, per hour over the
+	// logs' span, and as a share (0..1) of all requests.
+	Requests int     `json:"requests"`
+	PerHour  float64 `json:"perHour"`
+	Share    float64 `json:"share"`
+	// Holders are the clients that wrote the lock (held it), most writes
+	// first; Readers those that only read it (followers).
+	Holders []Holder `json:"holders"`
+	Readers []Holder `json:"readers"`
+	// Evidence and Inferred say why it is a lock.
+	Evidence Evidence `json:"evidence"`
+	Inferred bool     `json:"inferred"`
+	// RetryPeriod is the retry period the cadence implies (0: too few
+	// requests); RetryFrom says from what.
+	RetryPeriod        time.Duration `json:"-"`
+	RetryPeriodSeconds float64       `json:"retryPeriodSeconds"`
+	RetryFrom          string        `json:"retryFrom,omitempty"`
+	// LeaderReadsPerWrite is the first holder's reads per write: about 1
+	// for client-go before v0.30 (it gets, then updates), about 0 after.
+	LeaderReadsPerWrite float64 `json:"leaderReadsPerWrite"`
+	// Managed is the component whose settings govern the lock, or "".
+	Managed settings.Component `json:"managed,omitempty"`
+}
+
+// Holder is one client of a lock: user, user agent and source IP (the
+// replicas of one Deployment share the first two).
+type Holder struct {
+	User      string `json:"user"`
+	UserAgent string `json:"userAgent"`
+	SourceIP  string `json:"sourceIP"`
+	Requests  int    `json:"requests"`
+	Reads     int    `json:"reads"`
+	Writes    int    `json:"writes"`
+	// WriteIntervalSeconds is the median time between its writes.
+	WriteIntervalSeconds float64 `json:"writeIntervalSeconds,omitempty"`
+}
+
+// Behaviour returns the client-go behaviour the lock's leader shows: it
+// reads before it writes (LeaderGetsAndUpdates) unless it reads less than
+// once every two writes.
+func (l Lock) Behaviour() election.ClientGoBehaviour {
+	if len(l.Holders) > 0 && l.LeaderReadsPerWrite < 0.5 {
+		return election.LeaderOnlyUpdates
+	}
+	return election.LeaderGetsAndUpdates
+}
+
+// Followers estimates how many candidates besides the leader the lock had
+// on average: the readers' reads per hour over what one follower reads
+// per hour at the implied retry period (1h / (1.6 × retryPeriod)); without
+// a retry period, the number of readers.
+func (l Lock) Followers() int {
+	reads := 0
+	for _, r := range l.Readers {
+		reads += r.Reads
+	}
+	if l.RetryPeriod <= 0 || l.PerHour <= 0 || l.Requests == 0 {
+		return len(l.Readers)
+	}
+	readsPerHour := float64(reads) * l.PerHour / float64(l.Requests)
+	perFollower := float64(time.Hour) / (election.MeanFollowerWaitFactor * float64(l.RetryPeriod))
+	return int(readsPerHour/perFollower + 0.5)
+}
+
+// Managed lock names, from Fleet's source (github.com/rancher/fleet and,
+// for Fleet v0.9's gitjob, github.com/rancher/gitjob). The
+// fleet-controller triple (the fleet-leader-election-* settings,
+// CATTLE_ELECTION_* on the Fleet controller Deployments):
+//
+//   - "fleet-controller-lock": Fleet v0.9, wrangler's leader.RunOrDie in
+//     internal/cmd/controller/controllers/controllers.go (v0.9.9 line 239);
+//   - "gitjob": rancher/gitjob v0.9.4 main.go line 91, Fleet v0.9's gitjob;
+//   - "fleet-agentmanagement-lock" and "fleet-cleanup-lock": Fleet v0.10+,
+//     internal/cmd/controller/agentmanagement/start.go and
+//     internal/cmd/controller/cleanup/start.go (v0.14.10 lines 49, 31);
+//   - "fleet-controller-leader-election-shard", "fleet-gitops-leader-election-shard",
+//     "fleet-helmops-leader-election-shard", each with "-<shard ID>" for a
+//     shard: controller-runtime's LeaderElectionID in Fleet v0.10+
+//     internal/cmd/controller/operator.go, gitops/operator.go and
+//     helmops/operator.go (v0.14.10 lines 73, 114, 91), all fed the same
+//     leaderOpts.
+//
+// The fleet-agent triple (fleet-agent-leader-election-*): "fleet-agent-lock"
+// (Fleet v0.9, internal/cmd/agent/start.go line 55, in the agent's
+// namespace) and the Lease "fleet-agent" (Fleet v0.12+,
+// internal/cmd/agent/root.go leaseLockName). Fleet v0.10–v0.11 agents run
+// no leader election.
+var (
+	controllerLockNames  = []string{"fleet-controller-lock", "gitjob", "fleet-agentmanagement-lock", "fleet-cleanup-lock"}
+	controllerLockShards = []string{"fleet-controller-leader-election-shard", "fleet-gitops-leader-election-shard", "fleet-helmops-leader-election-shard"}
+	agentLockNames       = []string{"fleet-agent-lock", "fleet-agent"}
+)
+
+// ManagedComponent returns the component whose settings govern the lock
+// resource/name, or "" when leasetune does not manage it. Fleet's locks
+// are Leases (wrangler and controller-runtime use Lease locks), so only
+// Leases match.
+func ManagedComponent(resource, name string) settings.Component {
+	if resource != "leases" {
+		return ""
+	}
+	for _, n := range agentLockNames {
+		if name == n {
+			return settings.FleetAgent
+		}
+	}
+	for _, n := range controllerLockNames {
+		if name == n {
+			return settings.FleetController
+		}
+	}
+	for _, p := range controllerLockShards {
+		if name == p || strings.HasPrefix(name, p+"-") {
+			return settings.FleetController
+		}
+	}
+	return ""
+}
+
+// Projection is what the managed locks cost now and would cost with the
+// given triples.
+type Projection struct {
+	// Triples are the triples projected, per component, and Source says
+	// where they come from ("defaults", "flags", "settings").
+	Triples map[settings.Component]string `json:"triples"`
+	Source  string                        `json:"source"`
+	// Locks are the managed locks.
+	Locks []ProjectedLock `json:"locks"`
+	// PerHour and Share are the managed locks' requests per hour and share
+	// of all requests now; Projected* the same with the triples (the share
+	// of a total in which only these locks changed).
+	PerHour          float64 `json:"perHour"`
+	Share            float64 `json:"share"`
+	ProjectedPerHour float64 `json:"projectedPerHour"`
+	ProjectedShare   float64 `json:"projectedShare"`
+}
+
+// ProjectedLock is one managed lock now and with its component's triple.
+type ProjectedLock struct {
+	Namespace string             `json:"namespace"`
+	Name      string             `json:"name"`
+	Component settings.Component `json:"component"`
+	PerHour   float64            `json:"perHour"`
+	Share     float64            `json:"share"`
+	// Followers and Behaviour are what the model is given, from the log.
+	Followers        int     `json:"followers"`
+	Behaviour        string  `json:"clientGo"`
+	ProjectedPerHour float64 `json:"projectedPerHour"`
+	ProjectedShare   float64 `json:"projectedShare"`
+}
+
+// Project computes r.Managed for the triples (one per component; each
+// must be valid) with pkg/election's cost model: a managed lock with its
+// observed followers and client-go behaviour would make
+// election.CostOf(triple, followers, behaviour) requests an hour. The
+// projected shares are of a total in which the other requests stay as
+// they were.
+func (r *Report) Project(triples map[settings.Component]election.Timings, source string) *Projection {
+	p := &Projection{Triples: map[settings.Component]string{}, Source: source, Locks: []ProjectedLock{}}
+	for c, t := range triples {
+		p.Triples[c] = t.String()
+	}
+	hours := r.SpanSeconds / 3600
+	for _, l := range r.Locks {
+		t, ok := triples[l.Managed]
+		if l.Managed == "" || !ok {
+			continue
+		}
+		pl := ProjectedLock{Namespace: l.Namespace, Name: l.Name, Component: l.Managed, PerHour: l.PerHour, Share: l.Share,
+			Followers: l.Followers(), Behaviour: l.Behaviour().String()}
+		pl.ProjectedPerHour = election.CostOf(t, pl.Followers, l.Behaviour()).TotalRequestsPerHour()
+		p.PerHour += pl.PerHour
+		p.ProjectedPerHour += pl.ProjectedPerHour
+		p.Locks = append(p.Locks, pl)
+	}
+	if r.Requests > 0 && hours > 0 {
+		now := float64(r.Requests) / hours
+		after := now - p.PerHour + p.ProjectedPerHour
+		p.Share = p.PerHour / now
+		if after > 0 {
+			p.ProjectedShare = p.ProjectedPerHour / after
+			for i := range p.Locks {
+				p.Locks[i].ProjectedShare = p.Locks[i].ProjectedPerHour / after
+			}
+		}
+	}
+	r.Managed = p
+	return p
+}
