@@ -69,6 +69,10 @@ type Controller struct {
 
 	mu       sync.Mutex
 	changeAt time.Time // when the triples last changed, for the propagation metric
+	// owed are the objects a triple change enqueued and not yet synced:
+	// the change's propagation ends with the last of them, so a later
+	// drift repair is not counted as part of it.
+	owed map[string]bool
 	// notApplicable is the channel and agent triple last reported as not
 	// reaching the agents, so that each pair is said once.
 	notApplicable string
@@ -97,15 +101,32 @@ func Register(ctx context.Context, opts Options) (*Controller, error) {
 		setChannelMetric(ch)
 		c.log.Info("fleet agent channel", "channel", ch, "override", opts.ChannelOverride != "")
 	}
-	opts.Deployments.OnChange(ctx, "leasetune-fleet-env", func(_ string, d *appsv1.Deployment) (*appsv1.Deployment, error) {
-		return d, c.syncDeployment(ctx, d)
+	opts.Deployments.OnChange(ctx, "leasetune-fleet-env", func(key string, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+		err := c.syncDeployment(ctx, d)
+		if err == nil {
+			c.synced(key)
+		}
+		return d, err
 	})
-	opts.ConfigMaps.OnChange(ctx, "leasetune-rancher-config", func(_ string, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-		return cm, c.syncRancherConfig(ctx, cm)
+	opts.ConfigMaps.OnChange(ctx, "leasetune-rancher-config", func(key string, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+		err := c.syncRancherConfig(ctx, cm)
+		if err == nil {
+			c.synced(key)
+		}
+		return cm, err
 	})
 	opts.Triples.OnChange(func() {
 		c.mu.Lock()
 		c.changeAt = time.Now()
+		c.owed = map[string]bool{}
+		if ds, err := c.opts.Deployments.Cache().List(c.opts.Namespace, labels.Everything()); err == nil {
+			for _, d := range ds {
+				if fleet.IsTarget(d) {
+					c.owed[d.Namespace+"/"+d.Name] = true
+				}
+			}
+		}
+		c.owed[c.opts.RancherNamespace+"/"+RancherConfigName] = true
 		c.mu.Unlock()
 		c.reportAgentTimings()
 		c.EnqueueAll()
@@ -257,7 +278,7 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 	if err != nil {
 		return fmt.Errorf("patch deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
-	c.wrote("deployment")
+	c.wrote("deployment", d.Namespace+"/"+d.Name)
 	metrics.Restarts.WithLabelValues("deployment-rollout").Inc()
 	var names []string
 	for _, ch := range changes {
@@ -312,18 +333,33 @@ func (c *Controller) syncRancherConfig(ctx context.Context, cm *corev1.ConfigMap
 	if err != nil {
 		return fmt.Errorf("patch %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
-	c.wrote("rancher-config")
+	c.wrote("rancher-config", cm.Namespace+"/"+cm.Name)
 	c.log.Info("fleet chart values updated", "configmap", cm.Namespace+"/"+cm.Name)
 	return nil
 }
 
-// wrote counts a write and updates the propagation metric.
-func (c *Controller) wrote(target string) {
+// wrote counts a write and updates the propagation metric, when the write
+// belongs to the last triple change (its object was owed one).
+func (c *Controller) wrote(target, key string) {
 	metrics.Writes.WithLabelValues(target).Inc()
 	c.mu.Lock()
-	at := c.changeAt
+	at, owed := c.changeAt, c.owed[key]
 	c.mu.Unlock()
-	if !at.IsZero() {
+	if owed && !at.IsZero() {
 		metrics.PropagationSeconds.WithLabelValues("fleetsettings").Set(time.Since(at).Seconds())
+	}
+}
+
+// synced marks an object as done for the last triple change; with the last
+// one the change has been propagated.
+func (c *Controller) synced(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.owed[key] {
+		return
+	}
+	delete(c.owed, key)
+	if len(c.owed) == 0 {
+		c.changeAt = time.Time{}
 	}
 }

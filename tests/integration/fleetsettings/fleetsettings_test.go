@@ -3,6 +3,7 @@ package fleetsettings_test
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
@@ -208,8 +210,16 @@ func TestShards(t *testing.T) {
 func TestDriftRepair(t *testing.T) {
 	e := newEnv(t)
 	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
-	start(t, e, newTriples(ctrlT, agentT), "")
+	tr := newTriples(ctrlT, agentT)
+	start(t, e, tr, "")
 	eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
+	// A triple change, propagated: its duration is measured...
+	changed := mustParse("40s", "30s", "6s")
+	tr.set(settings.FleetController, changed)
+	eventually(t, "change propagated", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), changed, nil) })
+	time.Sleep(time.Second)
+	measured := testutil.ToFloat64(metrics.PropagationSeconds.WithLabelValues("fleetsettings"))
+	ctrlT := changed
 
 	// Helm writes its chart values back (an Update by the helm field manager).
 	d := get(t, e.fleetNS, "gitjob")
@@ -222,6 +232,10 @@ func TestDriftRepair(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "repaired", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
+	// ...and the drift repair later is not part of it (a review found it counted).
+	if got := testutil.ToFloat64(metrics.PropagationSeconds.WithLabelValues("fleetsettings")); got != measured {
+		t.Errorf("propagation of the change %v s, then %v s after a drift repair", measured, got)
+	}
 }
 
 // TestValueFromAndForeignEntries: an owned name set from a source is
