@@ -104,10 +104,10 @@ func planAndCleanup(t *testing.T, fleetVersion string) {
 	case fleetV014:
 		// Nothing was written to the cluster's env: only the status
 		// annotation goes, and no agent restarts.
-		listing = edge1 + "\n  annotations leasetune.io/agent-env, leasetune.io/agent-env-status: would be removed (no restart)\n"
+		listing = edge1 + "\n  annotation leasetune.io/agent-env-status: would be removed (no restart)\n"
 	case fleetV09:
 		listing = edge1 + "\n  spec.agentEnvVars: " + proxy + " CATTLE_ELECTION_LEASE_DURATION=30s CATTLE_ELECTION_RENEW_DEADLINE=25s CATTLE_ELECTION_RETRY_PERIOD=5s → " + proxy +
-			"\n  annotations leasetune.io/agent-env, leasetune.io/agent-env-status: would be removed\n  restarts: fleet-agent\n"
+			"\n  annotation leasetune.io/agent-env: would be removed\n  restarts: fleet-agent\n"
 	}
 	if !strings.Contains(out, listing) || !strings.Contains(out, "Nothing was removed") {
 		t.Errorf("cleanup listing lacks %q:\n%s", listing, out)
