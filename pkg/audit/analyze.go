@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"sort"
 	"time"
@@ -23,7 +24,7 @@ const (
 	// ResponseComplete (RequestReceived, ResponseStarted): a long watch
 	// whose completion comes more than maxPending events later is counted
 	// at its last stage seen then.
-	maxPending = 1 << 17
+	maxPending = 1 << 14
 	// maxObjects is the number of ConfigMaps and Endpoints tracked as
 	// possible locks (Leases and annotated objects are always tracked).
 	maxObjects = 1 << 16
@@ -53,15 +54,31 @@ type Analyzer struct {
 	untraced int
 	others   int // ConfigMaps and Endpoints tracked
 
-	pending     map[string]*event
-	pendingRing []string
-	pendingNext int
-	counted     map[string]struct{} // counted at an earlier stage, on eviction
-	countedRing []string
+	// pending are the requests seen at a stage before the final one, by
+	// the hash of their auditID, as indexes into slots, a ring whose
+	// oldest entry is counted at its stage then when a new one needs its
+	// place. counted remembers the last maxPending requests counted so,
+	// so that a final stage coming later is not counted again.
+	seed        maphash.Seed
+	pending     map[uint64]int
+	slots       []slot
+	next        int
+	counted     map[uint64]struct{}
+	countedRing []uint64
 	countedNext int
 
-	key   []byte
-	arena []byte
+	key           []byte
+	arena, arena2 []byte
+}
+
+// slot is one request at a stage before the final one: its line, kept
+// to be read in full if the final stage never comes.
+type slot struct {
+	hash uint64
+	live bool
+	file int // index into files, from 1
+	line int
+	raw  []byte
 }
 
 // NewAnalyzer returns an empty Analyzer.
@@ -69,10 +86,11 @@ func NewAnalyzer() *Analyzer {
 	return &Analyzer{
 		top:         newTopCounter(maxURIs),
 		objects:     map[string]*lockObject{},
-		pending:     map[string]*event{},
-		pendingRing: make([]string, maxPending),
-		counted:     map[string]struct{}{},
-		countedRing: make([]string, maxPending),
+		seed:        maphash.MakeSeed(),
+		pending:     map[uint64]int{},
+		slots:       make([]slot, maxPending),
+		counted:     map[uint64]struct{}{},
+		countedRing: make([]uint64, maxPending),
 	}
 }
 
@@ -150,90 +168,84 @@ func (a *Analyzer) line(name string, n int, line []byte) {
 		a.arena = make([]byte, 0, len(line)+len(line)/2)
 	}
 	var ev event
-	if err := parseLine(line, &ev, a.arena); err != nil {
+	err := parseLine(line, &ev, a.arena, false)
+	if errors.Is(err, errEarly) || (err == nil && !finalStage(ev.stage)) {
+		a.events++
+		a.remember(maphash.Bytes(a.seed, ev.auditID), n, line)
+		return
+	}
+	if err != nil {
 		a.badLine(name, n, err)
 		return
 	}
 	a.events++
-	switch string(ev.stage) {
-	case "ResponseComplete", "Panic":
-		if len(a.pending) > 0 {
-			delete(a.pending, string(ev.auditID))
-		}
-		if len(a.counted) > 0 {
-			if _, ok := a.counted[string(ev.auditID)]; ok {
-				delete(a.counted, string(ev.auditID))
-				return
-			}
-		}
-		a.request(&ev)
-	default:
-		// RequestReceived, ResponseStarted: remember the latest stage
-		// until the final one comes.
-		id := string(ev.auditID)
-		if _, ok := a.pending[id]; !ok {
-			if old := a.pendingRing[a.pendingNext]; old != "" {
-				if p, ok := a.pending[old]; ok {
-					delete(a.pending, old)
-					a.request(p)
-					a.markCounted(old)
-				}
-			}
-			a.pendingRing[a.pendingNext] = id
-			a.pendingNext = (a.pendingNext + 1) % len(a.pendingRing)
-		}
-		a.pending[id] = ev.clone()
+	h := maphash.Bytes(a.seed, ev.auditID)
+	if i, ok := a.pending[h]; ok {
+		a.slots[i].live = false
+		delete(a.pending, h)
 	}
-}
-
-func (a *Analyzer) markCounted(id string) {
-	if old := a.countedRing[a.countedNext]; old != "" {
-		delete(a.counted, old)
-	}
-	a.countedRing[a.countedNext] = id
-	a.countedNext = (a.countedNext + 1) % len(a.countedRing)
-	a.counted[id] = struct{}{}
-}
-
-// clone copies the fields the analysis reads into one allocation.
-func (ev *event) clone() *event {
-	fields := []*[]byte{&ev.kind, &ev.apiVersion, &ev.level, &ev.auditID, &ev.stage, &ev.requestURI, &ev.verb,
-		&ev.username, &ev.userAgent, &ev.sourceIP, &ev.resource, &ev.namespace, &ev.name, &ev.apiGroup,
-		&ev.subresource, &ev.received, &ev.stageAt, &ev.requestObject, &ev.responseObject}
-	n := 0
-	for _, f := range fields {
-		n += len(*f)
-	}
-	buf := make([]byte, 0, n)
-	c := &event{hasObjectRef: ev.hasObjectRef}
-	out := []*[]byte{&c.kind, &c.apiVersion, &c.level, &c.auditID, &c.stage, &c.requestURI, &c.verb,
-		&c.username, &c.userAgent, &c.sourceIP, &c.resource, &c.namespace, &c.name, &c.apiGroup,
-		&c.subresource, &c.received, &c.stageAt, &c.requestObject, &c.responseObject}
-	for i, f := range fields {
-		start := len(buf)
-		buf = append(buf, *f...)
-		*out[i] = buf[start:len(buf):len(buf)]
-	}
-	return c
-}
-
-// finish counts the requests whose final stage never came.
-func (a *Analyzer) finish() {
-	if len(a.pending) == 0 {
+	if _, ok := a.counted[h]; ok {
+		delete(a.counted, h)
 		return
 	}
-	// In the order they came, so intervals stay in time order.
-	for i := 0; i < len(a.pendingRing); i++ {
-		id := a.pendingRing[(a.pendingNext+i)%len(a.pendingRing)]
-		if p, ok := a.pending[id]; ok && id != "" {
-			delete(a.pending, id)
-			a.request(p)
+	a.request(&ev, a.file)
+}
+
+// remember keeps the line of a request at a stage before the final one
+// (the latest stage seen).
+func (a *Analyzer) remember(h uint64, n int, line []byte) {
+	i, ok := a.pending[h]
+	if !ok {
+		i = a.next
+		a.next = (a.next + 1) % len(a.slots)
+		if a.slots[i].live {
+			a.evict(&a.slots[i])
+			a.markCounted(a.slots[i].hash)
+		}
+		a.pending[h] = i
+	}
+	s := &a.slots[i]
+	s.hash, s.live, s.file, s.line = h, true, a.file, n
+	s.raw = append(s.raw[:0], line...)
+}
+
+// evict counts a remembered request at the stage it was seen at.
+func (a *Analyzer) evict(s *slot) {
+	s.live = false
+	delete(a.pending, s.hash)
+	if cap(a.arena2) < len(s.raw) {
+		a.arena2 = make([]byte, 0, len(s.raw))
+	}
+	var ev event
+	if err := parseLine(s.raw, &ev, a.arena2, true); err != nil {
+		a.events--
+		a.badLine(a.files[s.file-1], s.line, err)
+		return
+	}
+	a.request(&ev, s.file)
+}
+
+func (a *Analyzer) markCounted(h uint64) {
+	if old := a.countedRing[a.countedNext]; old != 0 {
+		delete(a.counted, old)
+	}
+	a.countedRing[a.countedNext] = h
+	a.countedNext = (a.countedNext + 1) % len(a.countedRing)
+	a.counted[h] = struct{}{}
+}
+
+// finish counts the requests whose final stage never came, in the order
+// they came, so intervals stay in time order.
+func (a *Analyzer) finish() {
+	for k := 0; k < len(a.slots) && len(a.pending) > 0; k++ {
+		if s := &a.slots[(a.next+k)%len(a.slots)]; s.live {
+			a.evict(s)
 		}
 	}
 }
 
 // request counts one request.
-func (a *Analyzer) request(ev *event) {
+func (a *Analyzer) request(ev *event, file int) {
 	a.requests++
 	ts, ok := ev.timestamp()
 	if ok {
@@ -289,7 +301,7 @@ func (a *Analyzer) request(ev *event) {
 	switch string(ev.verb) {
 	case "get":
 		c.reads++
-		if ok && c.lastRead != 0 && c.file == a.file && ts > c.lastRead {
+		if ok && c.lastRead != 0 && c.file == file && ts > c.lastRead {
 			c.readIntervals.add(ts - c.lastRead)
 		}
 		if ok {
@@ -297,14 +309,14 @@ func (a *Analyzer) request(ev *event) {
 		}
 	case "update", "patch", "create":
 		c.writes++
-		if ok && c.lastWrite != 0 && c.file == a.file && ts > c.lastWrite {
+		if ok && c.lastWrite != 0 && c.file == file && ts > c.lastWrite {
 			c.writeIntervals.add(ts - c.lastWrite)
 		}
 		if ok {
 			c.lastWrite = ts
 		}
 	}
-	c.file = a.file
+	c.file = file
 }
 
 // lockKind returns "leases", "configmaps" or "endpoints" for an object

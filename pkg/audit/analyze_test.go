@@ -19,10 +19,10 @@ var t0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 // line builds one event line.
 type line struct {
 	id, stage, level, verb, uri, user, ua, ip string
-	resource, group, ns, name, sub        string
-	at                                    time.Time
-	respAnnotation                        bool // a response object with the leader annotation
-	respObject                            bool // a response object without it
+	resource, group, ns, name, sub            string
+	at                                        time.Time
+	respAnnotation                            bool // a response object with the leader annotation
+	respObject                                bool // a response object without it
 }
 
 func (l line) String() string {

@@ -29,6 +29,15 @@ type event struct {
 	requestObject, responseObject []byte
 }
 
+// errEarly is parseLine's signal that the line is an event at a stage
+// before the final one, not read further.
+var errEarly = errors.New("not a final stage")
+
+// finalStage reports whether stage is the last of a request.
+func finalStage(stage []byte) bool {
+	return string(stage) == "ResponseComplete" || string(stage) == "Panic"
+}
+
 // errNotEvent marks a well-formed JSON line that is not an audit Event.
 var errNotEvent = errors.New("not an audit.k8s.io/v1 Event")
 
@@ -38,10 +47,17 @@ var errNotEvent = errors.New("not an audit.k8s.io/v1 Event")
 // encoding/json, which decides whether it is JSON at all and gives the
 // error message. The scanner checks the structure (brackets, strings,
 // literals), not every detail of the grammar.
-func parseLine(line []byte, ev *event, arena []byte) error {
+//
+// Unless full, it stops at errEarly as soon as it has read an Event's
+// kind, apiVersion, auditID and a stage that is not final
+// (RequestReceived, ResponseStarted): such a line matters only when its
+// request's final stage never comes, and is then read again in full.
+func parseLine(line []byte, ev *event, arena []byte, full bool) error {
 	*ev = event{}
-	s := scanner{b: line, arena: arena[:0]}
-	if err := s.event(ev); err != nil {
+	s := scanner{b: line, arena: arena[:0], early: !full}
+	if err := s.event(ev); errors.Is(err, errEarly) {
+		return err
+	} else if err != nil {
 		*ev = event{}
 		if jerr := decodeFallback(line, ev); jerr != nil {
 			return jerr
@@ -151,6 +167,8 @@ type scanner struct {
 	// arena holds unescaped strings; its capacity is at least len(b), so
 	// appending never moves what earlier strings point to.
 	arena []byte
+	// early stops at errEarly (see parseLine).
+	early bool
 }
 
 var errSyntax = errors.New("syntax")
@@ -487,6 +505,10 @@ func (s *scanner) event(ev *event) error {
 			ev.responseObject, err = s.rawValue()
 		default:
 			err = s.skip(0)
+		}
+		if err == nil && s.early && len(ev.stage) > 0 && len(ev.auditID) > 0 && !finalStage(ev.stage) &&
+			string(ev.kind) == "Event" && string(ev.apiVersion) == "audit.k8s.io/v1" {
+			return errEarly
 		}
 		return err
 	})

@@ -46,7 +46,7 @@ func TestParseLineFastMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 	var ev event
-	if err := parseLine([]byte(metadataLine), &ev, nil); err != nil {
+	if err := parseLine([]byte(metadataLine), &ev, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	if got := string(ev.requestURI); got != "/api/v1/namespaces/kube-system/pods?limit=500&resourceVersion=0" {
@@ -75,7 +75,7 @@ func TestParseLineRefuses(t *testing.T) {
 	}
 	for name, c := range cases {
 		var ev event
-		err := parseLine([]byte(c.line), &ev, nil)
+		err := parseLine([]byte(c.line), &ev, nil, true)
 		if err == nil {
 			t.Errorf("%s: accepted", name)
 			continue
@@ -89,12 +89,12 @@ func TestParseLineRefuses(t *testing.T) {
 func TestLeaderAnnotated(t *testing.T) {
 	var ev event
 	line := `{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"z","stage":"ResponseComplete","responseObject":{"metadata":{"annotations":{"control-plane.alpha.kubernetes.io/leader":"{}"}}}}`
-	if err := parseLine([]byte(line), &ev, nil); err != nil || !ev.leaderAnnotated() {
+	if err := parseLine([]byte(line), &ev, nil, true); err != nil || !ev.leaderAnnotated() {
 		t.Errorf("annotation not seen: %v", err)
 	}
 	// The annotation's name in the data is not the annotation.
 	line = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"z","stage":"ResponseComplete","responseObject":{"metadata":{},"data":{"note":"control-plane.alpha.kubernetes.io/leader"}}}`
-	if err := parseLine([]byte(line), &ev, nil); err != nil || ev.leaderAnnotated() {
+	if err := parseLine([]byte(line), &ev, nil, true); err != nil || ev.leaderAnnotated() {
 		t.Errorf("annotation seen in data: %v", err)
 	}
 }

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"leasetune.io/leasetune/pkg/audit/auditgen"
+)
+
+// sampleLog writes a generated log (the SURE-3805 mix, 30 minutes) and
+// returns its path.
+func sampleLog(t *testing.T, gz bool) string {
+	t.Helper()
+	var buf bytes.Buffer
+	o := auditgen.SURE3805(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	o.Duration = 30 * time.Minute
+	if _, err := auditgen.Write(&buf, o); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	if gz {
+		var z bytes.Buffer
+		zw := gzip.NewWriter(&z)
+		_, _ = zw.Write(data)
+		_ = zw.Close()
+		data = z.Bytes()
+	}
+	p := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	// The commands read stdin from os.Stdin (cobra's InOrStdin).
+	in := filepath.Join(t.TempDir(), "stdin")
+	if err := os.WriteFile(in, []byte(stdin), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	saved := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = saved }()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestAuditText(t *testing.T) {
+	p := sampleLog(t, true)
+	code, out, errs := runCmd(t, "", "audit", p)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"requests from 2024-01-01T00:00:0",
+		"top 10 request URIs:",
+		"/apis/coordination.k8s.io/v1/namespaces/cattle-fleet-system/leases/fleet-controller-lock?timeout=10s",
+		"leader-election locks (5):",
+		"cloud-controller-manager (inferred)",
+		"system:serviceaccount:cattle-fleet-system:fleet-controller (fleetcontroller/v0.0.0)",
+		"locks leasetune manages, now and with the triples from defaults:",
+		"fleet-agent leaseDuration=30s renewDeadline=25s retryPeriod=10s",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "cluster-autoscaler-status (") || strings.Contains(out, "kube-node-lease ") {
+		t.Errorf("a non-lock among the locks:\n%s", out)
+	}
+}
+
+func TestAuditJSON(t *testing.T) {
+	p := sampleLog(t, false)
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two files: the log and the same log from stdin.
+	code, out, errs := runCmd(t, string(raw), "audit", "--output", "json", "--top", "3", "--retry-period", "20s", "--renew-deadline", "40s", "--lease-duration", "41s", p, "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r struct {
+		Requests int       `json:"requests"`
+		From     time.Time `json:"from"`
+		To       time.Time `json:"to"`
+		Top      []struct {
+			RequestURI string `json:"requestURI"`
+			Count      int    `json:"count"`
+		} `json:"top"`
+		Locks []struct {
+			Resource, Namespace, Name string
+			Requests                  int
+			PerHour, Share            float64
+			Holders                   []struct{ User, UserAgent string }
+		} `json:"locks"`
+		Managed struct {
+			Source           string  `json:"source"`
+			ProjectedPerHour float64 `json:"projectedPerHour"`
+		} `json:"managed"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if r.Requests == 0 || len(r.Top) != 3 || r.Top[0].Count < r.Top[1].Count || len(r.Locks) != 5 || r.From.IsZero() {
+		t.Errorf("report: %+v", r)
+	}
+	for _, l := range r.Locks {
+		if l.Requests == 0 || l.PerHour <= 0 || l.Share <= 0 || len(l.Holders) == 0 || l.Holders[0].User == "" {
+			t.Errorf("lock %+v", l)
+		}
+	}
+	// Three Fleet locks, no followers, at 20s: 360 an hour each.
+	if r.Managed.Source != "flags" || r.Managed.ProjectedPerHour != 3*360 {
+		t.Errorf("managed: %+v", r.Managed)
+	}
+}
+
+func TestAuditInputs(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.log")
+	_ = os.WriteFile(empty, nil, 0o600)
+	code, out, _ := runCmd(t, "", "audit", empty)
+	if code != 0 || !strings.Contains(out, "no requests in "+empty) {
+		t.Errorf("empty log: exit %d, %q", code, out)
+	}
+
+	gz, _ := os.ReadFile(sampleLog(t, true))
+	cut := filepath.Join(dir, "cut.log.gz")
+	_ = os.WriteFile(cut, gz[:len(gz)/2], 0o600)
+	code, _, errs := runCmd(t, "", "audit", cut)
+	if code != 1 || !strings.Contains(errs, cut) || !strings.Contains(errs, "truncated gzip") {
+		t.Errorf("truncated gzip: exit %d, %q", code, errs)
+	}
+
+	code, out, _ = runCmd(t, "not json\n{}\n", "audit", "-")
+	if code != 0 || !strings.Contains(out, "not an audit event: stdin line 1:") || !strings.Contains(out, "stdin line 2:") {
+		t.Errorf("bad lines: exit %d, %q", code, out)
+	}
+
+	for _, args := range [][]string{
+		{"audit"},
+		{"audit", "--output", "yaml", "x"},
+		{"audit", "--retry-period", "30s", empty}, // 30s/25s/30s is invalid
+		{"audit", "--top", "-1", empty},
+	} {
+		if code, _, errs := runCmd(t, "", args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2: %s", args, code, errs)
+		}
+	}
+	if code, _, errs := runCmd(t, "", "audit", filepath.Join(dir, "missing")); code != 1 || !strings.Contains(errs, "missing") {
+		t.Errorf("missing file: exit %d: %s", code, errs)
+	}
+}

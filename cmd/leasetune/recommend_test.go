@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestRecommend(t *testing.T) {
+	code, out, errs := runCmd(t, "", "recommend", "--max-failover", "60s", "--clusters", "500")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"recommended: leaseDuration=20s renewDeadline=19s retryPeriod=9s\n",
+		"worst-case failover 59.6s (at most 1m0s)",
+		"renewal attempts 2.11 (at least 2); survives a kube-apiserver stall of up to 19s",
+		"installation: 500 fleet-agent locks + 5 Fleet controller locks",
+		"363,600 lock requests per hour", // 505 × 720 at Fleet's defaults
+		"recommended on both: 404,000 lock requests per hour (+11%)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// Every triple printed passes check.
+	row := regexp.MustCompile(`(?m)^  [* ] (\d+s)\s+(\d+s)\s+(\d+s)\s`)
+	rows := row.FindAllStringSubmatch(out, -1)
+	if len(rows) < 3 {
+		t.Fatalf("trade-off table: %d rows:\n%s", len(rows), out)
+	}
+	for _, r := range rows {
+		if code, _, errs := runCmd(t, "", "check", "--lease-duration", r[1], "--renew-deadline", r[2], "--retry-period", r[3]); code != 0 {
+			t.Errorf("%v fails check: %s", r[1:], errs)
+		}
+	}
+}
+
+func TestRecommendJSONAndErrors(t *testing.T) {
+	code, out, _ := runCmd(t, "", "recommend", "--max-failover", "90s", "--min-renew-attempts", "3", "--output", "json")
+	var r struct {
+		Recommended  struct{ LeaseDuration, RenewDeadline, RetryPeriod string }
+		Alternatives []struct{ RetryPeriod string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Recommended.RetryPeriod != "12s" || r.Recommended.LeaseDuration != "37s" || len(r.Alternatives) == 0 {
+		t.Errorf("json: exit %d %+v\n%s", code, r, out)
+	}
+	if code, _, errs := runCmd(t, "", "recommend", "--max-failover", "7s"); code != 1 || !strings.Contains(errs, "shortest worst-case failover is 7.4s") {
+		t.Errorf("unreachable: exit %d %q", code, errs)
+	}
+	for _, args := range [][]string{
+		{"recommend"},
+		{"recommend", "--max-failover", "1 minute"},
+		{"recommend", "--max-failover", "60s", "--min-renew-attempts", "1"},
+		{"recommend", "--max-failover", "60s", "--followers", "-2"},
+	} {
+		if code, _, errs := runCmd(t, "", args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2: %s", args, code, errs)
+		}
+	}
+}
