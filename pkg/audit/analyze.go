@@ -24,7 +24,11 @@ const (
 	// ResponseComplete (RequestReceived, ResponseStarted): a long watch
 	// whose completion comes more than maxPending events later is counted
 	// at its last stage seen then.
-	maxPending = 1 << 14
+	maxPending = 1 << 12
+	// maxCounted is the number of requests remembered as counted at an
+	// earlier stage (on eviction from the ring of maxPending), so that
+	// their final stage, when it comes, is not counted again.
+	maxCounted = 1 << 16
 	// maxObjects is the number of ConfigMaps and Endpoints tracked as
 	// possible locks (Leases and annotated objects are always tracked).
 	maxObjects = 1 << 16
@@ -90,7 +94,7 @@ func NewAnalyzer() *Analyzer {
 		pending:     map[uint64]int{},
 		slots:       make([]slot, maxPending),
 		counted:     map[uint64]struct{}{},
-		countedRing: make([]uint64, maxPending),
+		countedRing: make([]uint64, maxCounted),
 	}
 }
 

@@ -326,3 +326,20 @@ func TestTopCounterApproximate(t *testing.T) {
 		t.Errorf("%d counters, limit 10", len(c.m))
 	}
 }
+
+// TestLongWatch: a watch whose completion comes after more requests than
+// the ring of pending stages holds is counted once.
+func TestLongWatch(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(line{id: "w", stage: "ResponseStarted", verb: "watch", uri: "/watch", at: t0}.String())
+	for i := 0; i < 2*maxPending; i++ {
+		id := fmt.Sprint(i)
+		b.WriteString(line{id: id, stage: "RequestReceived", verb: "get", uri: "/a", at: t0.Add(time.Second)}.String())
+		b.WriteString(line{id: id, verb: "get", uri: "/a", at: t0.Add(time.Second)}.String())
+	}
+	b.WriteString(line{id: "w", verb: "watch", uri: "/watch", at: t0.Add(time.Hour)}.String())
+	r := analyze(t, b.String())
+	if r.Requests != 2*maxPending+1 || r.Top[1].RequestURI != "/watch" || r.Top[1].Count != 1 {
+		t.Errorf("requests %d, top %+v", r.Requests, r.Top)
+	}
+}
