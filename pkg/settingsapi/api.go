@@ -130,7 +130,6 @@ func respond(w http.ResponseWriter, r *http.Request, u *unstructured.Unstructure
 		writeError(w, err)
 		return
 	}
-	o.Customized = o.Value != "" && o.Value != o.Default // after a PUT the Provider writes it a moment later
 	writeJSON(w, http.StatusOK, toResource(r, o))
 }
 
@@ -237,9 +236,21 @@ func toResource(r *http.Request, s v3.Setting) resource {
 	if s.Source != v3.SourceEnv {
 		links["update"] = self
 	}
+	// As Rancher's /v3 settings store shows a Setting (rancher/rancher
+	// v2.10.3 pkg/api/norman/store/setting/store.go, New's Transformer):
+	// env-sourced: its value, customized false, source "env"; no value: the
+	// default as the value, customized false, source "default"; otherwise
+	// customized true, source "db".
+	value, customized, source := s.Value, true, "db"
+	switch {
+	case s.Source == v3.SourceEnv:
+		customized, source = false, "env"
+	case s.Value == "":
+		value, customized, source = s.Default, false, "default"
+	}
 	return resource{
 		Resource: types.Resource{ID: s.Name, Type: "setting", Links: links, Actions: map[string]string{}},
-		BaseType: "setting", Name: s.Name, Value: s.Value, Default: s.Default, Customized: s.Customized, Source: s.Source,
+		BaseType: "setting", Name: s.Name, Value: value, Default: s.Default, Customized: customized, Source: source,
 	}
 }
 

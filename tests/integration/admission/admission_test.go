@@ -135,8 +135,8 @@ func TestSettingsAPI(t *testing.T) {
 	}
 	code, body = call(t, s, http.MethodGet, "/v3/settings/"+retry, viewer, "")
 	if code != http.StatusOK || body["id"] != retry || body["type"] != "setting" || body["name"] != retry ||
-		body["default"] != "10s" || body["value"] != "" || body["customized"] != false || body["links"] == nil {
-		t.Errorf("get: %d %v", code, body)
+		body["default"] != "10s" || body["value"] != "10s" || body["customized"] != false || body["source"] != "default" || body["links"] == nil {
+		t.Errorf("get (as Rancher shows a setting at its default: the default as value, source default): %d %v", code, body)
 	}
 	if code, body = call(t, s, http.MethodGet, "/v3/settings/server-url", viewer, ""); code != http.StatusNotFound {
 		t.Errorf("unknown name: %d %v", code, body)
@@ -151,8 +151,8 @@ func TestSettingsAPI(t *testing.T) {
 		}
 	}
 	code, body = call(t, s, http.MethodPut, "/v3/settings/"+retry, editor, `{"value":"5s"}`)
-	if code != http.StatusOK || body["value"] != "5s" {
-		t.Errorf("valid PUT: %d %v", code, body)
+	if code != http.StatusOK || body["value"] != "5s" || body["customized"] != true || body["source"] != "db" {
+		t.Errorf("valid PUT (as Rancher shows a set value: customized, source db): %d %v", code, body)
 	}
 	// It took effect: the provider's last good triple now has it.
 	eventually(t, "propagated", func() bool {
