@@ -5,6 +5,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Registry holds every metric of the project plus the Go and process
@@ -81,4 +82,21 @@ var (
 func init() {
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		SettingsApplied, SettingsRefused, AdmissionRefused, Writes, Restarts, AgentChannel, AgentTimingsApplicable, ClustersLeftAlone, PropagationSeconds, QueueDepth)
+}
+
+// RestartKinds are the kinds of the restart ledger, in the order they are
+// reported.
+var RestartKinds = []string{"deployment-rollout", "fleet-agent", "cattle-cluster-agent", "node-plan"}
+
+// RestartTotals reads the restart ledger (Restarts) of this process: the
+// count per kind so far, for the TimingsApplied Event.
+func RestartTotals() map[string]float64 {
+	out := map[string]float64{}
+	for _, k := range RestartKinds {
+		var m dto.Metric
+		if err := Restarts.WithLabelValues(k).Write(&m); err == nil && m.Counter != nil {
+			out[k] = m.Counter.GetValue()
+		}
+	}
+	return out
 }

@@ -426,7 +426,7 @@ func (p *Provider) sync(ctx context.Context) error {
 		p.log.Info("timings applied", "setting-component", c, "timings", t.String())
 		metrics.SettingsApplied.WithLabelValues(string(c)).Inc()
 		for _, d := range Of(c) {
-			p.event(d.Name, "", corev1.EventTypeNormal, ReasonApplied, fmt.Sprintf("%s now in effect for %s", t, c))
+			p.event(d.Name, "", corev1.EventTypeNormal, ReasonApplied, fmt.Sprintf("%s now in effect for %s; %s", t, c, ledger()))
 		}
 	}
 	if len(applied) > 0 {
@@ -441,6 +441,15 @@ func (p *Provider) sync(ctx context.Context) error {
 			p.opts.Namespace, p.opts.StateName)
 	}
 	return nil
+}
+
+// ledger says what leasetune's writes have restarted so far in this
+// process (the restart ledger, metric leasetune_restarts_total), before
+// the writes of the change just applied.
+func ledger() string {
+	t := metrics.RestartTotals()
+	return fmt.Sprintf("restarts caused by leasetune so far: %.0f Deployment rollout(s), %.0f fleet-agent, %.0f cattle-cluster-agent redeploy(s), %.0f node plan(s)",
+		t["deployment-rollout"], t["fleet-agent"], t["cattle-cluster-agent"], t["node-plan"])
 }
 
 // report logs and records a refusal once per distinct input, and forgets
