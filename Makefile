@@ -13,7 +13,7 @@ INTEGRATION_PKGS := ./tests/integration/...
 UNIT_PKGS := $(shell $(GO) list ./... | grep -v /tests/integration/)
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 3m
 
-.PHONY: all build run test test-unit test-integration controlplane lint chart-lint generate verify-generated fmt fuzz clean
+.PHONY: all build run test test-unit test-integration controlplane lint chart-lint generate verify-generated fmt fuzz bench clean
 
 all: lint build test
 
@@ -81,6 +81,15 @@ FUZZTIME ?= 60s
 fuzz: ## run the fuzz tests for FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateMatchesClientGo$$' -fuzztime $(FUZZTIME) ./pkg/election
 	$(GO) test -run '^$$' -fuzz '^FuzzFormatRoundTrip$$' -fuzztime $(FUZZTIME) ./pkg/election
+
+# The benchmark (hack/bench): N fleet Clusters on a local control plane with
+# an audit log; the raw-PATCH floor, then leasetune's initial convergence,
+# REST seconds at rest and one global change, in one table. Not run by CI.
+N ?= 10000
+REST ?= 180
+bench: build ## benchmark leasetune against the raw-PATCH floor on a local control plane (N clusters, REST seconds at rest)
+	assets="$$(scripts/controlplane.sh)" && $(GO) build -o bin/bench ./hack/bench && \
+	  bin/bench -assets "$$assets" -binary $(BIN) -n $(N) -rest $(REST)s
 
 clean:
 	rm -rf bin

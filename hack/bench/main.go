@@ -1,0 +1,819 @@
+// Command bench is `make bench`: the project's benchmark on a real
+// kube-apiserver and etcd. It creates N fleet Clusters (Fleet v0.9.9, whose
+// agents read the triple from each cluster's spec.agentEnvVars), measures
+// the raw-PATCH floor (N concurrent merge patches of spec.agentEnvVars with
+// an unthrottled client), then runs bin/leasetune as a child process and
+// measures its initial convergence, its API requests at rest, one global
+// change of the agent triple (time to the last write, writes counted from
+// the apiserver's audit log), and its peak RSS and CPU seconds, and prints
+// one Markdown table. Everything it starts listens on loopback and is
+// stopped at the end; its folder is removed.
+//
+// It is a development tool, not part of the shipped binary.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"leasetune.io/leasetune/pkg/crds"
+)
+
+const (
+	workers = 16
+	qps     = 5000
+	burst   = 10000
+
+	leasetuneUser = "leasetune"   // leasetune's own identity (a client certificate)
+	floorUser     = "bench-floor" // the raw-PATCH floor's identity
+	benchGroup    = "leasetune-bench"
+
+	// The global change: the agent retry period from Fleet's 10s to 12s
+	// (valid with 30s/25s: 25s > 1.2×12s and ≥ 2×12s).
+	changedSetting = "fleet-agent-leader-election-retry-period"
+	changedValue   = "12s"
+)
+
+type options struct {
+	n                  int
+	rest               time.Duration
+	assets, binary     string
+	fixtures           string
+	convergenceTimeout time.Duration
+	profile            string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.n, "n", 10000, "number of fleet Clusters")
+	flag.DurationVar(&o.rest, "rest", 180*time.Second, "how long to measure leasetune at rest")
+	flag.StringVar(&o.assets, "assets", "", "folder of kube-apiserver, etcd and kubectl (scripts/controlplane.sh prints it)")
+	flag.StringVar(&o.binary, "binary", "bin/leasetune", "the leasetune binary")
+	flag.StringVar(&o.fixtures, "fixtures", "../shared/fixtures", "the shared fixtures folder (Fleet CRDs and Deployments)")
+	flag.DurationVar(&o.convergenceTimeout, "timeout", 15*time.Minute, "how long each convergence may take before the bench gives up")
+	flag.StringVar(&o.profile, "profile", "", "also build leasetune with net/http/pprof (go build -overlay, hack/bench/pprof_overlay.go.in), run that, and write heap and CPU profiles to this folder")
+	flag.Parse()
+	if o.assets == "" || o.n <= 0 {
+		fmt.Fprintln(os.Stderr, "usage: bench -assets DIR [-n N] [-rest 180s] [-binary bin/leasetune]")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...interface{}) {
+	fmt.Fprintf(os.Stderr, "bench %s: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// results is what the table shows.
+type results struct {
+	n                                       int
+	load                                    string
+	apiserver                               string
+	create, floor, restore                  time.Duration
+	floorWrites                             int
+	initial                                 time.Duration
+	initialClusterWrites                    int
+	initialTally                            []string
+	rest                                    time.Duration
+	restTally                               []string
+	restOnlyLease                           bool
+	change                                  time.Duration
+	changeWrites, changeEvents, changeOther int
+	changeTally                             []string
+	cpuInitial, cpuRest, cpuChange, cpu     time.Duration
+	hwmKiB, rssKiB                          int64
+	rssAfterInitial, rssAfterChange         int64
+	heapPeakMB, heapLiveMB                  int
+	heapPeakAt                              string
+	cpFloor, cpInitial, cpChange            string // kube-apiserver and etcd CPU seconds in the phase
+	gcs                                     int
+	heapInuse, goSys                        float64
+}
+
+func run(ctx context.Context, o options) (err error) {
+	binary, err := filepath.Abs(o.binary)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "leasetune-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	res := results{n: o.n, load: loadAvg(), rest: o.rest}
+
+	// The control plane, with an audit log.
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	auditPath := filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		return err
+	}
+	setting, err := crds.Setting()
+	if err != nil {
+		return err
+	}
+	fleetCRD := filepath.Join(o.fixtures, "fleet", "fleet-v0.9.9-clusters-crd.yaml")
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    o.assets,
+		CRDs:                     []*apiextv1.CustomResourceDefinition{setting},
+		CRDDirectoryPaths:        []string{fleetCRD},
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: 3 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{}
+	env.ControlPlane.Etcd.Configure().Set("unsafe-no-fsync", "true")
+	env.ControlPlane.APIServer = &envtest.APIServer{}
+	env.ControlPlane.APIServer.Configure().
+		Set("audit-policy-file", policy).
+		Set("audit-log-path", auditPath).
+		Set("bind-address", "127.0.0.1")
+	logf("starting kube-apiserver and etcd (audit log %s)", auditPath)
+	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+		return fmt.Errorf("start control plane: %w", err)
+	}
+	defer func() {
+		if e := env.Stop(); e != nil {
+			logf("stop control plane: %v", e)
+		}
+	}()
+	cfg.QPS, cfg.Burst = qps, burst
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	if v, err := cs.Discovery().ServerVersion(); err == nil {
+		res.apiserver = v.GitVersion
+	}
+	audit := newAuditLog(auditPath)
+	defer audit.close()
+
+	if err := setup(ctx, cs, o); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	user := func(name string) (*rest.Config, []byte, error) {
+		u, err := env.AddUser(envtest.User{Name: name, Groups: []string{benchGroup}}, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		kc, err := u.KubeConfig()
+		if err != nil {
+			return nil, nil, err
+		}
+		c := u.Config()
+		c.QPS, c.Burst = qps, burst
+		return c, kc, nil
+	}
+	floorCfg, _, err := user(floorUser)
+	if err != nil {
+		return err
+	}
+	_, leasetuneKC, err := user(leasetuneUser)
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(dir, "leasetune.kubeconfig")
+	if err := os.WriteFile(kubeconfig, leasetuneKC, 0o600); err != nil {
+		return err
+	}
+
+	// N clusters.
+	logf("creating %d fleet Clusters (%d workers)", o.n, workers)
+	clusters := dyn.Resource(fleetClusterGVR).Namespace(clusterNamespace)
+	start := time.Now()
+	if err := parallel(ctx, o.n, workers, func(ctx context.Context, i int) error {
+		u, err := clusters.Create(ctx, fleetCluster(i), metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		u.Object["status"] = fleetStatus(i)
+		_, err = clusters.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("create clusters: %w", err)
+	}
+	res.create = time.Since(start)
+	logf("created in %s", res.create.Round(time.Millisecond))
+
+	// (1) The raw-PATCH floor, then restore.
+	floor := dynamic.NewForConfigOrDie(floorCfg).Resource(fleetClusterGVR).Namespace(clusterNamespace)
+	patchEnv := func(ctx context.Context, i int, list []interface{}) error {
+		body, _ := json.Marshal(map[string]interface{}{"spec": map[string]interface{}{"agentEnvVars": list}})
+		_, err := floor.Patch(ctx, clusterName(i), types.MergePatchType, body, metav1.PatchOptions{})
+		return err
+	}
+	logf("raw-PATCH floor: %d merge patches of spec.agentEnvVars, %d workers, QPS %d burst %d", o.n, workers, qps, burst)
+	cp0 := childrenCPU("kube-apiserver", "etcd")
+	floorStart := time.Now()
+	if err := parallel(ctx, o.n, workers, func(ctx context.Context, i int) error {
+		return patchEnv(ctx, i, append(userEnv(i), electionEnv("30s", "25s", "10s")...))
+	}); err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	res.floor = time.Since(floorStart)
+	res.cpFloor = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
+	start = time.Now()
+	if err := parallel(ctx, o.n, workers, func(ctx context.Context, i int) error { return patchEnv(ctx, i, userEnv(i)) }); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	res.restore = time.Since(start)
+	if err := audit.poll(); err != nil {
+		return err
+	}
+	res.floorWrites = len(audit.filter(floorUser, floorStart, floorStart.Add(res.floor), clusterPatch))
+	logf("floor %s (%d patches in the audit log), restore %s", res.floor.Round(time.Millisecond), res.floorWrites, res.restore.Round(time.Millisecond))
+
+	// The bench's view of every cluster's triple, from a watch.
+	w := newWatcher(dyn)
+	if err := w.start(ctx); err != nil {
+		return err
+	}
+	defer w.stop()
+
+	// (2) leasetune, initial convergence.
+	if err := runBuild(ctx); err != nil {
+		return err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	metricsURL := "http://" + ports[1] + "/metrics"
+	logPath := filepath.Join(dir, "leasetune.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	var pprofAddr string
+	if o.profile != "" {
+		if binary, err = buildProfiled(ctx, o.profile); err != nil {
+			return err
+		}
+		p, err := freePorts(1)
+		if err != nil {
+			return err
+		}
+		pprofAddr = p[0]
+	}
+	cmd := exec.Command(binary, "controller", "--kubeconfig", kubeconfig, "--namespace", "leasetune-system",
+		"--fleet-agent-channel", "cluster-env-v0.9", "--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst),
+		"--workers", strconv.Itoa(workers), "--settle", "0s", "--install-crds", "--identity", "bench",
+		"--health-addr", ports[0], "--metrics-addr", ports[1], "--webhook-addr", ports[2], "--webhook-host", "127.0.0.1",
+		"--log-format", "text")
+	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1", "LEASETUNE_BENCH_PPROF="+pprofAddr)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logf("starting %s controller (log %s)", o.binary, logPath)
+	cp0 = childrenCPU("kube-apiserver", "etcd")
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	profSecs := int(2*res.floor.Seconds()) + 5
+	var profWG sync.WaitGroup
+	defer profWG.Wait()
+	initialProfiled := make(chan struct{}) // one CPU profile at a time
+	if pprofAddr != "" {
+		profWG.Add(1)
+		go func() {
+			defer profWG.Done()
+			defer close(initialProfiled)
+			fetchProfile(pprofAddr, "profile?seconds="+strconv.Itoa(profSecs), filepath.Join(o.profile, "cpu-initial.pb.gz"))
+		}()
+	} else {
+		close(initialProfiled)
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			logf("leasetune did not stop within 20s of SIGTERM; killing it")
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if err != nil {
+			tail(logPath, 30)
+		}
+	}()
+	var peakMu sync.Mutex
+	var last procStat
+	go func() { // keep the last sample, for a process that exits early
+		for {
+			select {
+			case <-exited:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			if s, err := readProc(pid); err == nil {
+				peakMu.Lock()
+				last = s
+				peakMu.Unlock()
+			}
+		}
+	}()
+	sample := func() procStat {
+		s, err := readProc(pid)
+		if err != nil {
+			peakMu.Lock()
+			defer peakMu.Unlock()
+			return last
+		}
+		return s
+	}
+	alive := func() error {
+		select {
+		case <-exited:
+			return errors.New("leasetune exited")
+		default:
+			return nil
+		}
+	}
+
+	logf("waiting until every cluster has the triple")
+	if err := waitFor(ctx, o.convergenceTimeout, alive, func() bool { return w.count(func(t triple) bool { return t.ok }) == o.n }); err != nil {
+		return fmt.Errorf("initial convergence: %w (%d of %d clusters have a triple)", err, w.count(func(t triple) bool { return t.ok }), o.n)
+	}
+	res.cpInitial = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
+	quiet(ctx, audit, t0)
+	s := sample()
+	if pprofAddr != "" {
+		fetchProfile(pprofAddr, "heap", filepath.Join(o.profile, "heap-initial.pb.gz"))
+	}
+	res.cpuInitial, res.rssAfterInitial = s.cpu, s.rssKiB
+	initialReqs := audit.filter(leasetuneUser, t0, time.Now(), nil)
+	res.initialClusterWrites = countIf(initialReqs, clusterPatch)
+	res.initial = lastDone(filterReqs(initialReqs, clusterPatch)).Sub(t0)
+	res.initialTally = tally(filterReqs(initialReqs, isWrite))
+	logf("initial convergence %s, %d cluster patches; RSS %s", res.initial.Round(time.Millisecond), res.initialClusterWrites, mib(s.rssKiB))
+
+	// (3) At rest.
+	logf("at rest for %s", o.rest)
+	restStart := time.Now()
+	if err := sleep(ctx, o.rest, alive); err != nil {
+		return err
+	}
+	restEnd := time.Now()
+	if err := audit.poll(); err != nil {
+		return err
+	}
+	restReqs := audit.filter(leasetuneUser, restStart, restEnd, nil)
+	res.restOnlyLease = true
+	for _, r := range restReqs {
+		if r.resource != "leases.coordination.k8s.io leasetune-system/leasetune" {
+			res.restOnlyLease = false
+		}
+	}
+	res.restTally = perHour(tally(restReqs), o.rest)
+	s2 := sample()
+	res.cpuRest = s2.cpu - s.cpu
+
+	// (4) One global change.
+	logf("global change: %s = %s", changedSetting, changedValue)
+	want, _ := time.ParseDuration(changedValue)
+	cp0 = childrenCPU("kube-apiserver", "etcd")
+	if pprofAddr != "" {
+		profWG.Add(1)
+		go func() {
+			defer profWG.Done()
+			<-initialProfiled
+			fetchProfile(pprofAddr, "profile?seconds="+strconv.Itoa(profSecs), filepath.Join(o.profile, "cpu-change.pb.gz"))
+		}()
+	}
+	tChange := time.Now()
+	if _, err := dyn.Resource(settingGVR).Patch(ctx, changedSetting, types.MergePatchType,
+		[]byte(`{"value":"`+changedValue+`"}`), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patch setting: %w", err)
+	}
+	done := func(t triple) bool { return t.ok && t.rp == want }
+	if err := waitFor(ctx, o.convergenceTimeout, alive, func() bool { return w.count(done) == o.n }); err != nil {
+		return fmt.Errorf("global change: %w (%d of %d clusters have retry period %s)", err, w.count(done), o.n, changedValue)
+	}
+	res.cpChange = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
+	quiet(ctx, audit, tChange)
+	s3 := sample()
+	res.cpuChange, res.rssAfterChange = s3.cpu-s2.cpu, s3.rssKiB
+	changeReqs := audit.filter(leasetuneUser, tChange, time.Now(), nil)
+	res.changeWrites = countIf(changeReqs, clusterPatch)
+	res.changeEvents = countIf(changeReqs, func(r *request) bool { return r.verb == "create" && r.resource == "events" })
+	res.changeOther = countIf(changeReqs, isWrite) - res.changeWrites - res.changeEvents
+	res.change = lastDone(filterReqs(changeReqs, clusterPatch)).Sub(tChange)
+	res.changeTally = tally(changeReqs)
+	logf("global change %s, %d cluster patches", res.change.Round(time.Millisecond), res.changeWrites)
+
+	// (5) Peak RSS and CPU.
+	s4 := sample()
+	res.hwmKiB, res.rssKiB, res.cpu = s4.hwmKiB, s4.rssKiB, s4.cpu
+	m := scrape(metricsURL, "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes")
+	res.heapInuse, res.goSys = m["go_memstats_heap_inuse_bytes"], m["go_memstats_sys_bytes"]
+	res.heapPeakMB, res.heapLiveMB, res.heapPeakAt, res.gcs = gcTrace(logPath)
+	if pprofAddr != "" {
+		fetchProfile(pprofAddr, "heap", filepath.Join(o.profile, "heap-end.pb.gz"))
+	}
+
+	printTable(os.Stdout, res)
+	return nil
+}
+
+// setup creates the namespaces, Fleet v0.9.9's Deployments (as Helm
+// does), and a ClusterRoleBinding of cluster-admin for the bench's group.
+func setup(ctx context.Context, cs kubernetes.Interface, o options) error {
+	for _, ns := range []string{"cattle-fleet-system", "leasetune-system", clusterNamespace} {
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: benchGroup},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "Group", Name: benchGroup}},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	f, err := os.Open(filepath.Join(o.fixtures, "fleet", "fleet-v0.9.9-deployments.yaml"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReader(f), 4096)
+	for {
+		var d appsv1.Deployment
+		if err := dec.Decode(&d); err != nil {
+			if err.Error() == "EOF" {
+				return nil
+			}
+			return err
+		}
+		if d.Name == "" {
+			continue
+		}
+		if _, err := cs.AppsV1().Deployments("cattle-fleet-system").Create(ctx, &d, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
+			return err
+		}
+	}
+}
+
+// runBuild runs `make build`, so the measured binary is the tree's.
+func runBuild(ctx context.Context) error {
+	logf("make build")
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "build")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
+}
+
+// freePorts returns n free loopback addresses.
+func freePorts(n int) ([]string, error) {
+	var out []string
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	return out, nil
+}
+
+// waitFor polls cond every 100ms until it holds, the timeout passes, ctx
+// ends or alive fails.
+func waitFor(ctx context.Context, timeout time.Duration, alive func() error, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if err := alive(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration, alive func() error) error {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if err := alive(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+// quiet waits until leasetune has written no cluster for 5s (at most 60s),
+// so that a late extra write is counted.
+func quiet(ctx context.Context, a *auditLog, since time.Time) {
+	end := time.Now().Add(60 * time.Second)
+	for time.Now().Before(end) && ctx.Err() == nil {
+		_ = a.poll()
+		last := lastDone(a.filter(leasetuneUser, since, time.Now(), isWrite))
+		if time.Since(last) > 5*time.Second {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func filterReqs(rs []*request, f func(*request) bool) []*request {
+	var out []*request
+	for _, r := range rs {
+		if f(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func countIf(rs []*request, f func(*request) bool) int { return len(filterReqs(rs, f)) }
+
+// perHour turns tally lines "count rest" measured over d into "rate/h rest".
+func perHour(lines []string, d time.Duration) []string {
+	var out []string
+	for _, l := range lines {
+		c, rest, _ := strings.Cut(l, " ")
+		n, _ := strconv.Atoi(c)
+		out = append(out, fmt.Sprintf("%.0f/h %s (%d in %s)", float64(n)*float64(time.Hour)/float64(d), rest, n, d))
+	}
+	return out
+}
+
+var gcLine = regexp.MustCompile(`^gc \d+ @(\S+) .* (\d+)->(\d+)->(\d+) MB`)
+
+// gcTrace reads the GODEBUG=gctrace=1 lines of the controller's log: the
+// largest heap at a GC's start and the largest live heap after one.
+func gcTrace(path string) (peak, live int, peakAt string, gcs int) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := gcLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		gcs++
+		a, _ := strconv.Atoi(m[2])
+		c, _ := strconv.Atoi(m[4])
+		if a > peak {
+			peak, peakAt = a, m[1]
+		}
+		live = max(live, c)
+	}
+	return
+}
+
+// tail prints the last n lines of the controller's log (not gctrace).
+func tail(path string, n int) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(l, "gc ") && l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	fmt.Fprintln(os.Stderr, "--- last lines of leasetune's log ---")
+	fmt.Fprintln(os.Stderr, strings.Join(lines, "\n"))
+}
+
+// triple is the CATTLE_ELECTION_* triple in a cluster's spec.agentEnvVars.
+type triple struct {
+	ok         bool
+	ld, rd, rp time.Duration
+}
+
+func tripleOf(u *unstructured.Unstructured) triple {
+	list, _, _ := unstructured.NestedSlice(u.Object, "spec", "agentEnvVars")
+	var t triple
+	n := 0
+	for _, e := range list {
+		m, _ := e.(map[string]interface{})
+		name, _ := m["name"].(string)
+		value, _ := m["value"].(string)
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "CATTLE_ELECTION_LEASE_DURATION":
+			t.ld, n = d, n+1
+		case "CATTLE_ELECTION_RENEW_DEADLINE":
+			t.rd, n = d, n+1
+		case "CATTLE_ELECTION_RETRY_PERIOD":
+			t.rp, n = d, n+1
+		}
+	}
+	t.ok = n == 3
+	return t
+}
+
+// watcher keeps the triple of every fleet Cluster, from a watch by the
+// bench's admin user (not in the audit log).
+type watcher struct {
+	mu      sync.Mutex
+	triples map[string]triple
+	stopCh  chan struct{}
+	inf     cache.SharedIndexInformer
+}
+
+func newWatcher(dyn dynamic.Interface) *watcher {
+	w := &watcher{triples: map[string]triple{}, stopCh: make(chan struct{})}
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, clusterNamespace, nil)
+	w.inf = f.ForResource(fleetClusterGVR).Informer()
+	// Keep only the name: the triple goes to the map.
+	_ = w.inf.SetTransform(func(obj interface{}) (interface{}, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		w.mu.Lock()
+		w.triples[u.GetName()] = tripleOf(u)
+		w.mu.Unlock()
+		slim := &unstructured.Unstructured{}
+		slim.SetName(u.GetName())
+		slim.SetNamespace(u.GetNamespace())
+		slim.SetResourceVersion(u.GetResourceVersion())
+		return slim, nil
+	})
+	return w
+}
+
+func (w *watcher) start(ctx context.Context) error {
+	go w.inf.Run(w.stopCh)
+	if !cache.WaitForCacheSync(ctx.Done(), w.inf.HasSynced) {
+		return errors.New("bench watch did not sync")
+	}
+	return nil
+}
+
+func (w *watcher) stop() { close(w.stopCh) }
+
+func (w *watcher) count(f func(triple) bool) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, t := range w.triples {
+		if f(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// printTable prints the results as one Markdown table, then the request
+// tallies.
+func printTable(out *os.File, r results) {
+	nproc := runtime.NumCPU()
+	verdict := func(ok bool) string {
+		if ok {
+			return "**holds**"
+		}
+		return "**fails**"
+	}
+	ratio := r.change.Seconds() / r.floor.Seconds()
+	rate := func(d time.Duration) string { return fmt.Sprintf("%.0f/s", float64(r.n)/d.Seconds()) }
+	sec := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+	p := func(format string, args ...interface{}) { fmt.Fprintf(out, format+"\n", args...) }
+	p("")
+	p("| measure | value | target |")
+	p("|---|---|---|")
+	p("| machine | %d cores (nproc), %s; load average %s at the start | |", nproc, cpuModel(), r.load)
+	p("| Go; control plane | %s; kube-apiserver %s, etcd --unsafe-no-fsync, audit log at Metadata | |", runtime.Version(), r.apiserver)
+	p("| N | %d fleet Clusters (Fleet v0.9.9 CRD, channel cluster-env-v0.9, 4 env entries, 3 tolerations, resources, affinity, 6 labels, status) | |", r.n)
+	p("| create N clusters + status (%d workers) | %s | |", workers, sec(r.create))
+	p("| raw-PATCH floor: N merge patches of spec.agentEnvVars, %d workers, QPS %d/burst %d | %s (%s; %d in the audit log; %s) | |", workers, qps, burst, sec(r.floor), rate(r.floor), r.floorWrites, r.cpFloor)
+	p("| leasetune initial convergence: process start → last cluster write | %s (%d cluster writes; %s) | |", sec(r.initial), r.initialClusterWrites, r.cpInitial)
+	p("| global change: Setting patch → last cluster write | %s (%s; %s), **%.2f× the floor** | ≤ 1.3× floor: %s |", sec(r.change), rate(r.change), r.cpChange, ratio, verdict(ratio <= 1.3))
+	p("| writes of the global change (audit log: accepted PATCHes of clusters by leasetune) | %d cluster writes; besides them %d Event creates (AgentEnvUpdated) and %d other writes | exactly N, one per cluster: %s |", r.changeWrites, r.changeEvents, r.changeOther, verdict(r.changeWrites == r.n))
+	p("| controller peak RSS (VmHWM) | %s (RSS %s after convergence, %s after the change; gctrace: Go heap peak %d MB at %s after start, live ≤ %d MB, %d GCs) | ≤ 150 MiB at 10,000: %s |", mib(r.hwmKiB), mib(r.rssAfterInitial), mib(r.rssAfterChange), r.heapPeakMB, r.heapPeakAt, r.heapLiveMB, r.gcs, verdict(r.hwmKiB <= 150*1024))
+	p("| controller CPU seconds (utime+stime) | %.1f s total: %.1f start + initial convergence, %.1f at rest, %.1f global change | |", r.cpu.Seconds(), r.cpuInitial.Seconds(), r.cpuRest.Seconds(), r.cpuChange.Seconds())
+	p("| leasetune requests at rest (%s, audit log), per hour | %s | its Lease only: %s |", r.rest, strings.Join(r.restTally, "; "), verdict(r.restOnlyLease))
+	p("")
+	p("leasetune's writes from its start to initial convergence: %s", strings.Join(r.initialTally, "; "))
+	p("")
+	p("leasetune's requests from the global change to 5 s after its last write: %s", strings.Join(r.changeTally, "; "))
+}
+
+// cpDelta says the CPU seconds kube-apiserver and etcd spent between two samples.
+func cpDelta(a, b map[string]time.Duration) string {
+	return fmt.Sprintf("kube-apiserver %.1f CPU s, etcd %.1f CPU s", (b["kube-apiserver"] - a["kube-apiserver"]).Seconds(), (b["etcd"] - a["etcd"]).Seconds())
+}
+
+// buildProfiled builds cmd/leasetune with hack/bench/pprof_overlay.go.in
+// added (go build -overlay), into dir.
+func buildProfiled(ctx context.Context, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	src, err := filepath.Abs("hack/bench/pprof_overlay.go.in")
+	if err != nil {
+		return "", err
+	}
+	target, err := filepath.Abs("cmd/leasetune/zz_bench_pprof.go")
+	if err != nil {
+		return "", err
+	}
+	overlay := filepath.Join(dir, "overlay.json")
+	b, _ := json.Marshal(map[string]interface{}{"Replace": map[string]string{target: src}})
+	if err := os.WriteFile(overlay, b, 0o644); err != nil {
+		return "", err
+	}
+	out, err := filepath.Abs(filepath.Join(dir, "leasetune-pprof"))
+	if err != nil {
+		return "", err
+	}
+	logf("building %s with net/http/pprof (overlay)", out)
+	cmd := exec.CommandContext(ctx, "go", "build", "-overlay", overlay, "-o", out, "./cmd/leasetune")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return out, cmd.Run()
+}
+
+// fetchProfile saves /debug/pprof/<what> of addr to path, retrying for
+// 10s while the server is not up yet.
+func fetchProfile(addr, what, path string) {
+	c := http.Client{Timeout: 10 * time.Minute}
+	for i := 0; i < 100; i++ {
+		resp, err := c.Get("http://" + addr + "/debug/pprof/" + what)
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(path)
+		if err != nil {
+			logf("profile: %v", err)
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, resp.Body)
+		logf("profile %s written", path)
+		return
+	}
+	logf("profile %s: pprof server not reachable", what)
+}
