@@ -246,7 +246,8 @@ func printAudit(w io.Writer, r *audit.Report) error {
 				ts = append(ts, fmt.Sprintf("%s %s", c, t))
 			}
 		}
-		fmt.Fprintf(w, "\nlocks leasetune manages, now and with the triples from %s:\n  %s\n", p.Source, strings.Join(ts, "\n  "))
+		from := map[string]string{"defaults": "the settings' defaults", "flags": "the flags", "settings": "the cluster's Settings"}[p.Source]
+		fmt.Fprintf(w, "\nlocks leasetune manages, now and with the triples from %s:\n  %s\n", from, strings.Join(ts, "\n  "))
 		if len(p.Locks) == 0 {
 			fmt.Fprintln(w, "  none in the log")
 			return nil

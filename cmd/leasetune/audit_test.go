@@ -71,7 +71,7 @@ func TestAuditText(t *testing.T) {
 		"leader-election locks (5):",
 		"cloud-controller-manager (inferred)",
 		"system:serviceaccount:cattle-fleet-system:fleet-controller (fleetcontroller/v0.0.0)",
-		"locks leasetune manages, now and with the triples from defaults:",
+		"locks leasetune manages, now and with the triples from the settings' defaults:",
 		"fleet-agent leaseDuration=30s renewDeadline=25s retryPeriod=10s",
 	} {
 		if !strings.Contains(out, want) {
