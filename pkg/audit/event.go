@@ -197,7 +197,7 @@ func (s *scanner) expect(c byte) error {
 // when it has escapes (the apiserver's encoder writes & as \u0026).
 func (s *scanner) str() ([]byte, error) {
 	raw, esc, err := s.rawStr()
-	if err != nil || !esc {
+	if err != nil || (!esc && utf8.Valid(raw)) {
 		return raw, err
 	}
 	start := len(s.arena)
@@ -207,10 +207,21 @@ func (s *scanner) str() ([]byte, error) {
 	return s.arena[start:len(s.arena):len(s.arena)], nil
 }
 
-// unescape appends the JSON string content raw, unescaped, to dst.
+// unescape appends the JSON string content raw, unescaped, to dst; bytes
+// that are not UTF-8 become U+FFFD, as encoding/json makes them.
 func unescape(dst, raw []byte) ([]byte, error) {
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRune(raw[i:])
+			if r == utf8.RuneError && n == 1 {
+				dst = utf8.AppendRune(dst, utf8.RuneError)
+			} else {
+				dst = append(dst, raw[i:i+n]...)
+			}
+			i += n - 1
+			continue
+		}
 		if c != '\\' {
 			dst = append(dst, c)
 			continue

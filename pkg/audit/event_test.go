@@ -98,3 +98,40 @@ func TestLeaderAnnotated(t *testing.T) {
 		t.Errorf("annotation seen in data: %v", err)
 	}
 }
+
+// FuzzParseLine: wherever encoding/json and the scanner both read a line,
+// they read the same fields; where only encoding/json does, parseLine
+// still reads it (through the fallback).
+func FuzzParseLine(f *testing.F) {
+	f.Add(metadataLine)
+	f.Add(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"z","stage":"ResponseComplete","objectRef":{"resource":"configmaps","name":"a\u0041"},"responseObject":{"metadata":{"annotations":{"control-plane.alpha.kubernetes.io/leader":"{}"}}}}`)
+	f.Add(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"RequestReceived","requestURI":"/x?a=1\u0026b=2"}`)
+	keys := []string{"kind", "apiVersion", "level", "auditID", "stage", "requestURI", "verb", "user", "username", "sourceIPs", "userAgent",
+		"objectRef", "resource", "namespace", "name", "apiGroup", "subresource", "requestObject", "responseObject", "requestReceivedTimestamp", "stageTimestamp"}
+	f.Fuzz(func(t *testing.T, line string) {
+		// encoding/json matches keys case-insensitively; the apiserver
+		// writes them as declared, and so the scanner reads them.
+		lower := strings.ToLower(line)
+		for _, k := range keys {
+			if q := `"` + k + `"`; strings.Count(lower, strings.ToLower(q)) != strings.Count(line, q) {
+				t.Skip("a key in other case")
+			}
+		}
+		var slow event
+		jerr := decodeFallback([]byte(line), &slow)
+		var fast event
+		s := scanner{b: []byte(line), arena: make([]byte, 0, len(line))}
+		serr := s.event(&fast)
+		if jerr == nil && serr == nil {
+			if f, g := fields(&fast), fields(&slow); !reflect.DeepEqual(f, g) {
+				t.Fatalf("scanner %v\nencoding/json %v", f, g)
+			}
+		}
+		if jerr == nil {
+			var ev event
+			if err := parseLine([]byte(line), &ev, nil, true); err != nil && !errors.Is(err, errNotEvent) {
+				t.Fatalf("encoding/json reads it, parseLine says %v", err)
+			}
+		}
+	})
+}
