@@ -178,9 +178,14 @@ var (
 )
 
 // ManagedComponent returns the component whose settings govern the lock
-// resource/name, or "" when leasetune does not manage it. Fleet's locks
-// are Leases (wrangler and controller-runtime use Lease locks), so only
-// Leases match.
+// resource/name, or "" when leasetune does not manage it. Only Leases
+// match: wrangler v2 (Fleet v0.9.1+, pkg/leader/leader.go at v2.1.2 line
+// 47) and controller-runtime lock Leases. A ConfigMap of one of these
+// names is wrangler v1's ConfigMapsLeases multilock (v1.1.1
+// pkg/leader/leader.go line 34: a ConfigMap with the leader annotation
+// beside a Lease of the same name), that is Fleet v0.9.0, which reads no
+// election env (DESIGN.md section 2): leasetune's settings do not reach
+// it, so it is shown as a lock and not projected.
 func ManagedComponent(resource, name string) settings.Component {
 	if resource != "leases" {
 		return ""
