@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
@@ -80,7 +81,8 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 		}
 	}
 
-	judge := agentJudge(ctx, rc, cs, log)
+	ix := startIndex(ctx, rc, cs)
+	judge := judgeWith(ix)
 	if cfg.WebhookAddr != "" {
 		wait, err := serveTLS(ctx, rc, cs, cfg, log, judge, hs)
 		if err != nil {
@@ -92,7 +94,7 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 		defer wait()
 	}
 
-	components := func(ctx context.Context) error { return runComponents(ctx, rc, cs, cfg, hs, log, judge) }
+	components := func(ctx context.Context) error { return runComponents(ctx, rc, cs, cfg, hs, log, ix) }
 	if !cfg.LeaderElection {
 		return components(ctx)
 	}
@@ -202,16 +204,24 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 // clusters it would break. Nil when there are no fleet Clusters to judge.
 type AgentJudge func(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) error
 
-// agentJudge starts, on every replica, the index of the fleet Clusters'
-// own CATTLE_ELECTION_* entries that the webhook and the fleetsettings
-// controller judge agent triple changes with; nil without the fleet
-// Cluster kind.
-func agentJudge(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, log *slog.Logger) AgentJudge {
+// startIndex starts, on every replica, the index of the fleet Clusters
+// that the webhook and the fleetsettings controller judge agent triple
+// changes with, and whose informer the agentenv controller shares on the
+// leader; nil without the fleet Cluster kind.
+func startIndex(ctx context.Context, rc *rest.Config, cs kubernetes.Interface) *agentenv.Index {
 	if !served(cs.Discovery(), agentenv.FleetClusterGVR) {
 		return nil
 	}
 	ix := agentenv.NewIndex(dynamic.NewForConfigOrDie(rc))
 	ix.Start(ctx)
+	return ix
+}
+
+// judgeWith is the AgentJudge over ix (nil when ix is).
+func judgeWith(ix *agentenv.Index) AgentJudge {
+	if ix == nil {
+		return nil
+	}
 	return func(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) error {
 		broken, err := ix.Judge(ctx, cur, next, ch)
 		if err != nil {
@@ -225,7 +235,8 @@ func agentJudge(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, l
 }
 
 // runComponents runs the provider and both controllers until ctx ends.
-func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, hs *health, log *slog.Logger, judge AgentJudge) error {
+func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, hs *health, log *slog.Logger, ix *agentenv.Index) error {
+	judge := judgeWith(ix)
 	ready := &hs.ready
 	if err := waitForSettingCRD(ctx, rc, cfg, hs, log); err != nil {
 		return nil // stopping
@@ -300,7 +311,12 @@ func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface
 		return nil // ctx ended
 	}
 	log.Info("agentenv starting", "rancher", rancher)
+	var shared cache.SharedIndexInformer
+	if ix != nil {
+		shared = ix.Informer()
+	}
 	ac := agentenv.New(agentenv.Options{
+		Fleet:  shared,
 		Client: dynamic.NewForConfigOrDie(rc), Rancher: rancher, Triples: provider, Channels: fs,
 		RancherNamespace: cfg.RancherNamespace, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
 		Recorder: recorder, Log: log, Workers: cfg.Workers, ClustersPerMinute: cfg.AgentRolloutPerMinute,

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -61,6 +60,10 @@ type Options struct {
 	Recorder record.EventRecorder
 	// Log receives structured logs; slog.Default() when nil.
 	Log *slog.Logger
+	// Fleet, when set, is a running informer of fleet Clusters made by
+	// NewSlimInformer with FleetIndexers (the judgement index's, shared on
+	// the leader); nil: the controller makes and runs its own.
+	Fleet cache.SharedIndexInformer
 	// Workers is the number of concurrent syncs (default 4).
 	Workers int
 	// ClustersPerMinute paces the writes, to spread agent restarts over
@@ -74,7 +77,8 @@ type Controller struct {
 	log     *slog.Logger
 	queue   workqueue.RateLimitingInterface
 	pace    *rate.Limiter
-	factory dynamicinformer.DynamicSharedInformerFactory
+	own     []cache.SharedIndexInformer // the informers this controller runs
+	handles []cache.ResourceEventHandlerRegistration
 	fleet   cache.SharedIndexInformer
 	prov    cache.SharedIndexInformer
 	mgmt    cache.SharedIndexInformer
@@ -104,7 +108,6 @@ func New(opts Options) *Controller {
 		opts:     opts,
 		log:      opts.Log.With("controller", "agentenv"),
 		queue:    workqueue.NewNamedRateLimitingQueue(workqueue.DefaultControllerRateLimiter(), "agentenv"),
-		factory:  dynamicinformer.NewDynamicSharedInformerFactory(opts.Client, 0),
 		problems: map[string]Problem{},
 		reported: map[string]string{},
 		reverts:  map[string][]time.Time{},
@@ -117,32 +120,28 @@ func New(opts Options) *Controller {
 	if opts.ClustersPerMinute > 0 {
 		c.pace = rate.NewLimiter(rate.Limit(opts.ClustersPerMinute/60), 1)
 	}
-	c.fleet = c.factory.ForResource(FleetClusterGVR).Informer()
-	utilruntime.Must(c.fleet.SetTransform(slim))
-	utilruntime.Must(c.fleet.AddIndexers(cache.Indexers{byMgmtName: func(obj interface{}) ([]string, error) {
-		if n, ok := obj.(*unstructured.Unstructured).GetLabels()[MgmtNameLabel]; ok {
-			return []string{n}, nil
-		}
-		return nil, nil
-	}}))
-	_, _ = c.fleet.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	c.fleet = opts.Fleet
+	if c.fleet == nil {
+		c.fleet = NewSlimInformer(opts.Client, FleetClusterGVR, FleetIndexers())
+		c.own = append(c.own, c.fleet)
+	}
+	h, _ := c.fleet.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueFleet,
 		UpdateFunc: func(old, new interface{}) { c.enqueueFleet(new) },
 		DeleteFunc: c.enqueueFleet,
 	})
+	c.handles = append(c.handles, h)
 	if opts.Rancher {
-		c.prov = c.factory.ForResource(ProvisioningClusterGVR).Informer()
-		utilruntime.Must(c.prov.SetTransform(slim))
-		utilruntime.Must(c.prov.AddIndexers(cache.Indexers{byClusterName: func(obj interface{}) ([]string, error) {
+		c.prov = NewSlimInformer(opts.Client, ProvisioningClusterGVR, cache.Indexers{byClusterName: func(obj interface{}) ([]string, error) {
 			if n := provClusterName(obj.(*unstructured.Unstructured)); n != "" {
 				return []string{n}, nil
 			}
 			return nil, nil
-		}}))
+		}})
 		_, _ = c.prov.AddEventHandler(c.relatedHandler(func(u *unstructured.Unstructured) string { return provClusterName(u) }))
-		c.mgmt = c.factory.ForResource(ManagementClusterGVR).Informer()
-		utilruntime.Must(c.mgmt.SetTransform(slim))
+		c.mgmt = NewSlimInformer(opts.Client, ManagementClusterGVR, cache.Indexers{})
 		_, _ = c.mgmt.AddEventHandler(c.relatedHandler(func(u *unstructured.Unstructured) string { return u.GetName() }))
+		c.own = append(c.own, c.prov, c.mgmt)
 		c.rancherV = opts.RancherVersion
 		if !opts.RancherVersion.Known {
 			c.watchRancherDeployment()
@@ -206,8 +205,18 @@ func (c *Controller) RancherVersion() rancher.Version {
 // Run starts the informers and workers and blocks until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
-	c.factory.Start(ctx.Done())
-	defer c.factory.Shutdown()
+	ictx, stopInformers := context.WithCancel(ctx)
+	var informers sync.WaitGroup
+	defer func() { stopInformers(); informers.Wait() }()
+	for _, inf := range c.own {
+		informers.Add(1)
+		go func(inf cache.SharedIndexInformer) { defer informers.Done(); inf.Run(ictx.Done()) }(inf)
+	}
+	defer func() {
+		for _, h := range c.handles {
+			_ = c.fleet.RemoveEventHandler(h) // a shared informer outlives this controller
+		}
+	}()
 	if c.rancherFactory != nil {
 		c.rancherFactory.Start(ctx.Done())
 		defer c.rancherFactory.Shutdown()
@@ -217,10 +226,8 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		}
 	}
-	for gvr, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("cache of %s did not sync", gvr)
-		}
+	if !cache.WaitForCacheSync(ctx.Done(), c.HasSynced) {
+		return fmt.Errorf("caches of the cluster objects did not sync")
 	}
 	c.log.Info("caches synced", "fleetClusters", len(c.fleet.GetStore().ListKeys()))
 	var wg sync.WaitGroup

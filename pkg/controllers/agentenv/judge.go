@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
 	"leasetune.io/leasetune/pkg/election"
@@ -116,59 +115,27 @@ func electionEntries(u *unstructured.Unstructured) []corev1.EnvVar {
 
 const withElectionEntries = "withElectionEntries"
 
-// Index watches the fleet Clusters and keeps of each only its name and its
-// CATTLE_ELECTION_* entries (a transform, so the memory grows with those,
-// not with whole objects), indexed so that the clusters carrying any are
-// found without a scan: what JudgeGlobal needs at 10,000 clusters, on
-// every replica that serves the webhook.
+// Index watches the fleet Clusters (NewSlimInformer: only the fields the
+// project reads), indexed so that the clusters carrying CATTLE_ELECTION_*
+// entries of their own are found without a scan: what JudgeGlobal needs
+// at 10,000 clusters, on every replica that serves the webhook. On the
+// leader the controller shares its informer.
 type Index struct {
-	factory  dynamicinformer.DynamicSharedInformerFactory
 	informer cache.SharedIndexInformer
 	client   dynamic.Interface
 }
 
 // NewIndex builds the index; call Start.
 func NewIndex(client dynamic.Interface) *Index {
-	f := dynamicinformer.NewDynamicSharedInformerFactory(client, 0)
-	inf := f.ForResource(FleetClusterGVR).Informer()
-	_ = inf.SetTransform(func(obj interface{}) (interface{}, error) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return obj, nil
-		}
-		slim := &unstructured.Unstructured{Object: map[string]interface{}{}}
-		slim.SetAPIVersion(u.GetAPIVersion())
-		slim.SetKind(u.GetKind())
-		slim.SetNamespace(u.GetNamespace())
-		slim.SetName(u.GetName())
-		slim.SetResourceVersion(u.GetResourceVersion())
-		if entries := electionEntries(u); len(entries) > 0 {
-			var l []interface{}
-			for _, e := range entries {
-				m := map[string]interface{}{"name": e.Name, "value": e.Value}
-				if e.ValueFrom != nil {
-					m["valueFrom"] = map[string]interface{}{}
-				}
-				l = append(l, m)
-			}
-			_ = unstructured.SetNestedSlice(slim.Object, l, "spec", "agentEnvVars")
-		}
-		return slim, nil
-	})
-	_ = inf.AddIndexers(cache.Indexers{withElectionEntries: func(obj interface{}) ([]string, error) {
-		if u, ok := obj.(*unstructured.Unstructured); ok && len(electionEntries(u)) > 0 {
-			return []string{"yes"}, nil
-		}
-		return nil, nil
-	}})
-	return &Index{factory: f, informer: inf, client: client}
+	return &Index{informer: NewSlimInformer(client, FleetClusterGVR, FleetIndexers()), client: client}
 }
 
 // Start starts the informer; it stops when ctx ends.
-func (x *Index) Start(ctx context.Context) {
-	x.factory.Start(ctx.Done())
-	go func() { <-ctx.Done(); x.factory.Shutdown() }()
-}
+func (x *Index) Start(ctx context.Context) { go x.informer.Run(ctx.Done()) }
+
+// Informer is the index's informer of the fleet Clusters, for the
+// controller to share (Options.Fleet) rather than keep a second copy.
+func (x *Index) Informer() cache.SharedIndexInformer { return x.informer }
 
 // HasSynced reports whether the index has listed the clusters once.
 func (x *Index) HasSynced() bool { return x.informer.HasSynced() }
