@@ -10,14 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/recommend"
 	"leasetune.io/leasetune/pkg/settings"
@@ -222,16 +217,12 @@ func (r recommendation) json(w io.Writer) error {
 	return err
 }
 
-var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
-
 // inEffectTriples returns the triple in effect per component and where it
-// comes from: the Settings (and leasetune's state ConfigMap in ns) of the
-// cluster --kubeconfig names, as the controller would hold them
-// (settings.Snapshot), or, without --kubeconfig, the settings' defaults.
+// comes from: with --kubeconfig, the cluster's Settings
+// (recommend.InEffect), else the settings' defaults.
 func inEffectTriples(cmd *cobra.Command, kf *kubeFlags, ns string) (map[settings.Component]election.Timings, string, error) {
-	out := map[settings.Component]election.Timings{settings.FleetController: election.FleetDefaults, settings.FleetAgent: election.FleetDefaults}
 	if kf.kubeconfig == "" {
-		return out, "defaults", nil
+		return recommend.Defaults(), "defaults", nil
 	}
 	rc, err := kf.restConfig()
 	if err != nil {
@@ -247,32 +238,6 @@ func inEffectTriples(cmd *cobra.Command, kf *kubeFlags, ns string) (map[settings
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 	defer cancel()
-	l, err := dyn.Resource(settingsGVR).List(ctx, metav1.ListOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, "", fmt.Errorf("list settings: %w", err)
-	}
-	var objs []v3.Setting
-	if l != nil {
-		for _, it := range l.Items {
-			if _, ok := settings.Lookup(it.GetName()); !ok {
-				continue
-			}
-			var s v3.Setting
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object, &s); err != nil {
-				return nil, "", err
-			}
-			objs = append(objs, s)
-		}
-	}
-	var state map[string]string
-	if cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, settings.DefaultStateName, metav1.GetOptions{}); err == nil {
-		state = cm.Data
-	}
-	snap, _ := settings.Snapshot(objs, state)
-	for _, c := range settings.Components {
-		if st := snap[c]; st.HasEffective {
-			out[c] = st.Effective
-		}
-	}
-	return out, "settings", nil
+	t, err := recommend.InEffect(ctx, cs, dyn, ns)
+	return t, "settings", err
 }

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	auditLog = filepath.Join(dir, "audit.log")
-	code := framework.Main(m, &cp, framework.Options{AuditLog: auditLog})
+	code := framework.Main(m, &cp, framework.Options{AuditLog: auditLog, RepoCRDs: []string{framework.SettingCRD}})
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
