@@ -1,61 +1,16 @@
 package agentenv_test
 
 import (
-	"bytes"
-	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
-	"leasetune.io/leasetune/tests/integration/framework"
 )
 
-// useFleetCRD replaces clusters.fleet.cattle.io with the CRD of a Fleet
-// release and waits until it is established.
-func useFleetCRD(t *testing.T, version string) {
-	t.Helper()
-	path, err := framework.SharedFixture("fleet/fleet-" + version + "-clusters-crd.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd apiextv1.CustomResourceDefinition
-	if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096).Decode(&crd); err != nil {
-		t.Fatal(err)
-	}
-	c := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
-	cur, err := c.Get(context.Background(), crd.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd.ResourceVersion = cur.ResourceVersion
-	if _, err := c.Update(context.Background(), &crd, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "CRD established", func() bool {
-		got, err := c.Get(context.Background(), crd.Name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextv1.Established && cond.Status == apiextv1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	})
-}
+// useFleetCRD replaces clusters.fleet.cattle.io with a Fleet release's CRD.
+func useFleetCRD(t *testing.T, version string) { cp.UseFleetCRD(t, version) }
 
 // TestFixtureVersions: with each Fleet release's Cluster CRD and channel,
 // a cluster is written only where its agent would otherwise run another

@@ -4,9 +4,7 @@
 package audit_test
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -18,13 +16,5 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "leasetune-audit-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	auditLog = filepath.Join(dir, "audit.log")
-	code := framework.Main(m, &cp, framework.Options{AuditLog: auditLog, RepoCRDs: []string{framework.SettingCRD}})
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(framework.MainWithAuditLog(m, &cp, &auditLog, framework.Options{RepoCRDs: []string{framework.SettingCRD}}))
 }

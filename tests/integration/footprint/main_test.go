@@ -3,9 +3,7 @@
 package footprint_test
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -17,17 +15,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "leasetune-audit-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	auditLog = filepath.Join(dir, "audit.log")
-	code := framework.Main(m, &cp, framework.Options{
+	os.Exit(framework.MainWithAuditLog(m, &cp, &auditLog, framework.Options{
 		RepoCRDs:   []string{framework.SettingCRD, framework.ManagementCRD},
 		SharedCRDs: []string{framework.FleetClusterCRD, framework.ProvisioningCRD},
-		AuditLog:   auditLog,
-	})
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	}))
 }

@@ -152,6 +152,21 @@ func Main(m *testing.M, cp **ControlPlane, opts Options) int {
 	return code
 }
 
+// MainWithAuditLog is Main with the kube-apiserver writing an audit log to
+// a temporary file, whose path it stores in *auditLog first; the file is
+// removed afterwards.
+func MainWithAuditLog(m *testing.M, cp **ControlPlane, auditLog *string, opts Options) int {
+	dir, err := os.MkdirTemp("", "leasetune-audit-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	*auditLog = filepath.Join(dir, "audit.log")
+	opts.AuditLog = *auditLog
+	return Main(m, cp, opts)
+}
+
 // Kubeconfig writes a kubeconfig for an admin (system:masters) user of the
 // control plane into dir and returns its path, for processes the tests start.
 func (c *ControlPlane) Kubeconfig(dir string) (string, error) {

@@ -1,7 +1,6 @@
 package rancher_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -17,14 +16,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -872,38 +868,7 @@ func useFleetCRD(t *testing.T, version string) {
 	if currentFleetCRD == version {
 		return
 	}
-	path, err := framework.SharedFixture("fleet/fleet-" + version + "-clusters-crd.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd apiextv1.CustomResourceDefinition
-	if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096).Decode(&crd); err != nil {
-		t.Fatal(err)
-	}
-	c := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
-	cur, err := c.Get(context.Background(), crd.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd.ResourceVersion = cur.ResourceVersion
-	if _, err := c.Update(context.Background(), &crd, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, "CRD established", func() bool {
-		got, err := c.Get(context.Background(), crd.Name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextv1.Established && cond.Status == apiextv1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	})
+	cp.UseFleetCRD(t, version)
+
 	currentFleetCRD = version
 }
