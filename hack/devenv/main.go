@@ -238,12 +238,13 @@ func run() error {
 	}
 	kubectl := filepath.Join(assets, "kubectl")
 	fmt.Printf(`
-leasetune is running against a local control plane seeded with Fleet v0.14 and five clusters.
+leasetune is running against a local control plane seeded with Fleet v0.14 and six clusters.
 
   export KUBECONFIG=%[1]s
   alias kubectl=%[2]s
 
-Change a setting (as PUT /v3/settings/<name> would) and watch it reach Fleet:
+Change a setting (as PUT /v3/settings/<name> would) and watch it reach Fleet, once the settings
+have been unchanged for the settle time (10s, so that editing three in a row rolls once):
   kubectl patch setting fleet-leader-election-retry-period --type merge -p '{"value":"5s"}'
   kubectl -n cattle-fleet-system get deploy fleet-controller -o jsonpath='{.spec.template.spec.containers[0].env}'
 A value that would crash-loop Fleet is refused at the door, with the rule and an order that works:

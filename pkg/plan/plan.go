@@ -92,6 +92,9 @@ type Report struct {
 	// clusters is the number of fleet Clusters (one fleet-agent lock each);
 	// fleetLocks the Fleet controller processes (one lock each).
 	clusters, fleetLocks int
+	// agentRollout is true when a change re-renders every fleet-agent
+	// (FLEET_AGENT_ELECTION_* on fleet-agentmanagement).
+	agentRollout bool
 	// agentLocksBefore/After are the fleet-agents' lock requests per hour.
 	agentLocksBefore, agentLocksAfter float64
 	// objects are every cluster object of the three kinds.
@@ -177,9 +180,16 @@ func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 				if old := envValue(d, ch.Container, e.Name); old == e.Value || sameDuration(old, e.Value) {
 					continue // rewritten with the value it has: no change
 				}
+				restarts := "a rollout of " + d.Name
+				if election.FleetAgentPrefix.Owns(e.Name) {
+					// fleet-agentmanagement re-renders every agent bundle when it
+					// restarts with new FLEET_AGENT_ELECTION_* (DESIGN.md section 2).
+					restarts += ", then every fleet-agent (fleet-agentmanagement re-renders every agent)"
+					r.agentRollout = true
+				}
 				r.Changes = append(r.Changes, Change{
 					Object: "Deployment " + d.Namespace + "/" + d.Name, Field: "container " + ch.Container + " env " + e.Name,
-					Old: envValue(d, ch.Container, e.Name), New: e.Value, Restarts: "a rollout of " + d.Name,
+					Old: envValue(d, ch.Container, e.Name), New: e.Value, Restarts: restarts,
 				})
 			}
 		}
@@ -495,6 +505,9 @@ func (r *Report) Totals() Totals {
 				t.NodePlans++
 			}
 		}
+	}
+	if r.agentRollout {
+		t.FleetAgents = r.clusters // every agent, whatever its cluster's own entries
 	}
 	cost := func(st settings.ComponentStatus) float64 {
 		if !st.HasEffective {

@@ -448,7 +448,7 @@ func (p *Provider) sync(ctx context.Context) error {
 // the writes of the change just applied.
 func ledger() string {
 	t := metrics.RestartTotals()
-	return fmt.Sprintf("restarts caused by leasetune so far: %.0f Deployment rollout(s), %.0f fleet-agent, %.0f cattle-cluster-agent redeploy(s), %.0f node plan(s)",
+	return fmt.Sprintf("before this change leasetune's writes had restarted (since its start): %.0f Deployment rollout(s), %.0f fleet-agent, %.0f cattle-cluster-agent redeploy(s), %.0f node plan(s)",
 		t["deployment-rollout"], t["fleet-agent"], t["cattle-cluster-agent"], t["node-plan"])
 }
 
