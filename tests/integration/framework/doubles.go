@@ -1,7 +1,10 @@
 package framework
 
 import (
+	"crypto/rand"
+	"math/big"
 	"sync"
+	"testing"
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
@@ -53,3 +56,20 @@ func (c FixedChannel) Channel() (fleet.AgentChannel, bool) { return fleet.AgentC
 
 // OnChannelChange implements fleetsettings.Channels: it never changes.
 func (c FixedChannel) OnChannelChange(func()) {}
+
+// LegacyClusterName returns a random legacy Rancher management Cluster
+// name, c-xxxxx (rancher/rancher pkg/controllers/provisioningv2/cluster
+// controller.go, mgmtNameRegexp).
+func LegacyClusterName(t testing.TB) string {
+	t.Helper()
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 5)
+	for i := range b {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(chars))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[i] = chars[n.Int64()]
+	}
+	return "c-" + string(b)
+}

@@ -2,11 +2,9 @@ package rancher_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"os"
 	"sort"
@@ -624,18 +622,7 @@ func withEnv(spec map[string]interface{}, env []string) map[string]interface{} {
 }
 
 // legacyName returns a random legacy management name c-xxxxx.
-func legacyName(t *testing.T) string {
-	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, 5)
-	for i := range b {
-		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(chars))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b[i] = chars[n.Int64()]
-	}
-	return "c-" + string(b)
-}
+func legacyName(t *testing.T) string { return framework.LegacyClusterName(t) }
 
 // kinds of the full fixture.
 var allKinds = []string{"local", "legacy", "imported", "provisioned", "standalone"}

@@ -2,8 +2,6 @@ package rancherdouble_test
 
 import (
 	"context"
-	"crypto/rand"
-	"math/big"
 	"sort"
 	"testing"
 	"time"
@@ -219,18 +217,7 @@ func keys(m map[string]string) []string {
 }
 
 // legacyName returns a random legacy management name c-xxxxx.
-func legacyName(t *testing.T) string {
-	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, 5)
-	for i := range b {
-		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(chars))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b[i] = chars[n.Int64()]
-	}
-	return "c-" + string(b)
-}
+func legacyName(t *testing.T) string { return framework.LegacyClusterName(t) }
 
 func provCluster(ns, name string, annotations map[string]interface{}, spec map[string]interface{}) map[string]interface{} {
 	md := map[string]interface{}{"name": name, "namespace": ns}
