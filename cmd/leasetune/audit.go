@@ -18,28 +18,43 @@ import (
 )
 
 // tripleFlags are the optional triples a command projects: the Fleet
-// controllers' (--lease-duration, --renew-deadline, --retry-period) and
-// the agents' (--agent-*, else the same as the controllers'), each field
-// completing the triple in effect.
+// controllers' (--lease-duration, --renew-deadline, --retry-period), the
+// agents' (--agent-*, else the same as the controllers') and the Rancher
+// server's (--rancher-*, its lock kube-system/cattle-controllers), each
+// field completing the triple in effect.
 type tripleFlags struct {
-	ctrl, agent [3]onceString
+	ctrl, agent, rancher [3]onceString
 }
+
+var tripleFlagNames = [3]string{"lease-duration", "renew-deadline", "retry-period"}
 
 func (tf *tripleFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
-	for i, name := range []string{"lease-duration", "renew-deadline", "retry-period"} {
+	for i, name := range tripleFlagNames {
 		f.Var(&tf.ctrl[i], name, string(election.Fields[i])+" to project for the Fleet controllers (and the agents, unless --agent-"+name+")")
 		f.Var(&tf.agent[i], "agent-"+name, string(election.Fields[i])+" to project for the fleet-agents")
+		f.Var(&tf.rancher[i], "rancher-"+name, string(election.Fields[i])+" to project for the Rancher server (lock kube-system/cattle-controllers)")
 	}
 }
 
 func (tf *tripleFlags) given() bool {
 	for i := range tf.ctrl {
-		if tf.ctrl[i].set || tf.agent[i].set {
+		if tf.ctrl[i].set || tf.agent[i].set || tf.rancher[i].set {
 			return true
 		}
 	}
 	return false
+}
+
+// flagFor returns the flag that sets field i of component c, and its name.
+func (tf *tripleFlags) flagFor(c settings.Component, i int) (onceString, string) {
+	switch {
+	case c == settings.Rancher:
+		return tf.rancher[i], "--rancher-" + tripleFlagNames[i]
+	case c == settings.FleetAgent && tf.agent[i].set:
+		return tf.agent[i], "--agent-" + tripleFlagNames[i]
+	}
+	return tf.ctrl[i], "--" + tripleFlagNames[i]
 }
 
 // apply returns the triples in effect with the flags' fields put in, each
@@ -50,10 +65,7 @@ func (tf *tripleFlags) apply(inEffect map[settings.Component]election.Timings) (
 	for _, c := range settings.Components {
 		t := inEffect[c]
 		for i, f := range election.Fields {
-			v, name := tf.ctrl[i], "--"+[]string{"lease-duration", "renew-deadline", "retry-period"}[i]
-			if c == settings.FleetAgent && tf.agent[i].set {
-				v, name = tf.agent[i], "--agent-"+name[2:]
-			}
+			v, name := tf.flagFor(c, i)
 			if !v.set {
 				continue
 			}
@@ -90,10 +102,11 @@ print: the time span and the total requests (one per auditID: its
 ResponseComplete event, else its last stage); the most requested URIs; every
 leader-election lock with its holders, requests, requests per hour, share of
 all requests and the retry period its holder's cadence implies; the share of
-all locks; and, for the Fleet locks leasetune manages, what they would cost
-with the triples in effect (the settings' defaults, or the Settings read with
---kubeconfig, or the --lease-duration/--renew-deadline/--retry-period and
---agent-* flags), from pkg/election's model.
+all locks; and, for the locks leasetune manages (the Fleet locks and
+Rancher's kube-system/cattle-controllers), what they would cost with the
+triples in effect (the settings' defaults, or the Settings read with
+--kubeconfig, or the --lease-duration/--renew-deadline/--retry-period,
+--agent-* and --rancher-* flags), from pkg/election's model.
 
 Locks: coordination.k8s.io Leases (not the kubelets' heartbeats in
 kube-node-lease); ConfigMaps and Endpoints whose logged object carries the

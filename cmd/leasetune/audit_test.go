@@ -90,7 +90,8 @@ func TestAuditJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Two files: the log and the same log from stdin.
-	code, out, errs := runCmd(t, string(raw), "audit", "--output", "json", "--top", "3", "--retry-period", "20s", "--renew-deadline", "40s", "--lease-duration", "41s", p, "-")
+	code, out, errs := runCmd(t, string(raw), "audit", "--output", "json", "--top", "3", "--retry-period", "20s", "--renew-deadline", "40s", "--lease-duration", "41s",
+		"--rancher-retry-period", "10s", "--rancher-renew-deadline", "25s", "--rancher-lease-duration", "30s", p, "-")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -124,8 +125,11 @@ func TestAuditJSON(t *testing.T) {
 			t.Errorf("lock %+v", l)
 		}
 	}
-	// Three Fleet locks, no followers, at 20s: 360 an hour each.
-	if r.Managed.Source != "flags" || r.Managed.ProjectedPerHour != 3*360 {
+	// Three Fleet locks, no followers, at 20s: 360 an hour each (a get and
+	// an update per renewal); Rancher's cattle-controllers at 10s with the
+	// 4 followers the doubled log implies (2 in each copy): 720 for the
+	// leader, 3600/(1.6×10) = 225 for each follower.
+	if r.Managed.Source != "flags" || r.Managed.ProjectedPerHour != 3*360+720+4*225 {
 		t.Errorf("managed: %+v", r.Managed)
 	}
 }

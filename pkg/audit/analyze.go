@@ -388,7 +388,7 @@ func (a *Analyzer) Report(top int) *Report {
 		if a.requests > 0 {
 			l.Share = float64(l.Requests) / float64(a.requests)
 		}
-		l.Managed = ManagedComponent(l.Resource, l.Name)
+		l.Managed = ManagedComponent(l.Resource, l.Namespace, l.Name)
 		r.LockRequests += l.Requests
 		r.Locks = append(r.Locks, l)
 	}

@@ -296,12 +296,20 @@ func TestManagedComponent(t *testing.T) {
 		"fleet-agent-clusterstatus":           "", "cattle-controllers": "", "fleet-controller-leader-election-shardx": "",
 	}
 	for name, want := range cases {
-		if got := ManagedComponent("leases", name); got != want {
+		if got := ManagedComponent("leases", "cattle-fleet-system", name); got != want {
 			t.Errorf("%s: %q, want %q", name, got, want)
 		}
 	}
-	if got := ManagedComponent("configmaps", "fleet-agent-lock"); got != "" {
+	if got := ManagedComponent("configmaps", "cattle-fleet-system", "fleet-agent-lock"); got != "" {
 		t.Errorf("a ConfigMap fleet-agent-lock: %q", got)
+	}
+	// Rancher's own lock: the Lease in kube-system only (wrangler v1's
+	// ConfigMap of Rancher 2.8.0-2.8.2 reads no env).
+	if got := ManagedComponent("leases", "kube-system", "cattle-controllers"); got != settings.Rancher {
+		t.Errorf("Lease kube-system/cattle-controllers: %q, want rancher", got)
+	}
+	if got := ManagedComponent("configmaps", "kube-system", "cattle-controllers"); got != "" {
+		t.Errorf("ConfigMap kube-system/cattle-controllers: %q, want none", got)
 	}
 }
 

@@ -172,13 +172,15 @@ func (l Lock) Followers() int {
 // internal/cmd/agent/root.go leaseLockName). Fleet v0.10–v0.11 agents run
 // no leader election.
 var (
+	// RancherLockName is the Rancher server's lock, in kube-system.
+	RancherLockName      = "cattle-controllers"
 	controllerLockNames  = []string{"fleet-controller-lock", "gitjob", "fleet-agentmanagement-lock", "fleet-cleanup-lock"}
 	controllerLockShards = []string{"fleet-controller-leader-election-shard", "fleet-gitops-leader-election-shard", "fleet-helmops-leader-election-shard"}
 	agentLockNames       = []string{"fleet-agent-lock", "fleet-agent"}
 )
 
 // ManagedComponent returns the component whose settings govern the lock
-// resource/name, or "" when leasetune does not manage it. Only Leases
+// resource namespace/name, or "" when leasetune does not manage it. Only Leases
 // match: wrangler v2 (Fleet v0.9.1+, pkg/leader/leader.go at v2.1.2 line
 // 47) and controller-runtime lock Leases. A ConfigMap of one of these
 // names is wrangler v1's ConfigMapsLeases multilock (v1.1.1
@@ -186,8 +188,21 @@ var (
 // beside a Lease of the same name), that is Fleet v0.9.0, which reads no
 // election env (DESIGN.md section 2): leasetune's settings do not reach
 // it, so it is shown as a lock and not projected.
-func ManagedComponent(resource, name string) settings.Component {
+//
+// The Lease kube-system/cattle-controllers is the Rancher server's lock
+// (rancher/rancher pkg/wrangler/context.go, leader.NewManager("",
+// "cattle-controllers"); wrangler's RunOrDie puts an empty namespace in
+// kube-system), governed by the rancher-leader-election-* settings. In a
+// downstream cluster's log the same Lease is cattle-cluster-agent's, which
+// reads the env of the cluster's agentEnvVars (see the README).
+func ManagedComponent(resource, namespace, name string) settings.Component {
 	if resource != "leases" {
+		return ""
+	}
+	if name == RancherLockName {
+		if namespace == "kube-system" {
+			return settings.Rancher
+		}
 		return ""
 	}
 	for _, n := range agentLockNames {

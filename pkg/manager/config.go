@@ -26,6 +26,10 @@ type Config struct {
 	// replaces that detection.
 	RancherDeployment string
 	RancherVersion    rancher.Version
+	// RancherEnv keeps the CATTLE_ELECTION_* entries of the Rancher
+	// Deployment's rancher container on the rancher-leader-election-*
+	// settings (pkg/controllers/rancherenv); false leaves it alone.
+	RancherEnv bool
 	// ChannelOverride replaces the Fleet agent channel detection when set.
 	ChannelOverride fleet.AgentChannel
 	// Settle is how long a component's settings must be unchanged before a

@@ -37,6 +37,8 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/controllers/rancherenv"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/crds"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
@@ -234,7 +236,15 @@ func judgeWith(ix *agentenv.Index) AgentJudge {
 	}
 }
 
-// runComponents runs the provider and both controllers until ctx ends.
+// rancherDeployment is the Rancher Deployment's name (default rancher).
+func rancherDeployment(cfg Config) string {
+	if cfg.RancherDeployment == "" {
+		return rancher.DefaultDeployment
+	}
+	return cfg.RancherDeployment
+}
+
+// runComponents runs the provider and the controllers until ctx ends.
 func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, hs *health, log *slog.Logger, ix *agentenv.Index) error {
 	judge := judgeWith(ix)
 	ready := &hs.ready
@@ -286,7 +296,29 @@ func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface
 	if err != nil {
 		return err
 	}
-	for _, start := range []func(context.Context, int) error{mf.Start, af.Start, cf.Start} {
+	// The Rancher Deployment, by name: its CATTLE_ELECTION_* entries for
+	// the lock kube-system/cattle-controllers (the rancher-leader-election-*
+	// settings).
+	rf, err := apps.NewFactoryFromConfigWithOptions(rc, &generic.FactoryOptions{
+		SharedCacheFactory: lassocache.NewSharedCachedFactory(clients, &lassocache.SharedCacheFactoryOptions{
+			DefaultNamespace: cfg.RancherNamespace,
+			DefaultTweakList: func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", rancherDeployment(cfg)).String()
+			},
+		}),
+	})
+	if err != nil {
+		return err
+	}
+	starts := []func(context.Context, int) error{mf.Start, af.Start, cf.Start}
+	if cfg.RancherEnv {
+		rancherenv.Register(ctx, rancherenv.Options{
+			Namespace: cfg.RancherNamespace, Name: rancherDeployment(cfg), Deployments: rf.Apps().V1().Deployment(),
+			Client: cs, Triples: provider, Version: cfg.RancherVersion, Recorder: recorder, Log: log,
+		})
+		starts = append(starts, rf.Start)
+	}
+	for _, start := range starts {
 		if err := startFactory(ctx, start); err != nil {
 			if ctx.Err() != nil {
 				return nil // stopping
@@ -315,8 +347,12 @@ func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface
 	if ix != nil {
 		shared = ix.Informer()
 	}
+	patcher, err := agentenv.NewRawPatcher(rc)
+	if err != nil {
+		return err
+	}
 	ac := agentenv.New(agentenv.Options{
-		Fleet:  shared,
+		Fleet: shared, Patcher: patcher,
 		Client: dynamic.NewForConfigOrDie(rc), Rancher: rancher, Triples: provider, Channels: fs,
 		RancherNamespace: cfg.RancherNamespace, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
 		Recorder: recorder, Log: log, Workers: cfg.Workers, ClustersPerMinute: cfg.AgentRolloutPerMinute,

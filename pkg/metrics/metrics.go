@@ -24,7 +24,7 @@ var (
 		Help: "Setting changes refused because the resulting triple was invalid, per component.",
 	}, []string{"component"})
 	// AdmissionRefused counts the requests the admission webhook refused,
-	// per kind: "setting" (a value of one of the six settings) or
+	// per kind: "setting" (a value of one of the nine settings) or
 	// "override" (override annotations on a cluster object). SettingsRefused
 	// counts only what the controller refuses later, on its way in.
 	AdmissionRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -34,16 +34,25 @@ var (
 	// Writes counts the writes the controllers made, per target kind.
 	Writes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "leasetune_writes_total",
-		Help: "Writes made to propagate timings, per target kind (deployment, rancher-config, cluster).",
+		Help: "Writes made to propagate timings, per target kind (deployment, rancher-deployment, rancher-config, cluster).",
 	}, []string{"target"})
 	// Restarts is the restart ledger: what leasetune's writes restarted, by
-	// kind: "deployment-rollout" (a Fleet Deployment), "fleet-agent",
+	// kind: "deployment-rollout" (a Fleet Deployment), "rancher-rollout"
+	// (the Rancher Deployment), "fleet-agent",
 	// "cattle-cluster-agent", "node-plan" (a Rancher-provisioned cluster
 	// whose nodes are re-planned).
 	Restarts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "leasetune_restarts_total",
-		Help: "Restarts leasetune's writes caused, by kind (deployment-rollout, fleet-agent, cattle-cluster-agent, node-plan).",
+		Help: "Restarts leasetune's writes caused, by kind (deployment-rollout, rancher-rollout, fleet-agent, cattle-cluster-agent, node-plan).",
 	}, []string{"kind"})
+	// RancherLeftAlone is 1 for the reason the Rancher Deployment's
+	// CATTLE_ELECTION_* entries are not written now (rancherenv.Problem:
+	// "no-container", "version-unknown", "unsupported", "foreign",
+	// "not-ready"), 0 for the others.
+	RancherLeftAlone = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "leasetune_rancher_deployment_left_alone",
+		Help: "1 for the reason the Rancher Deployment's CATTLE_ELECTION_* entries are not written now (no-container, version-unknown, unsupported, foreign, not-ready).",
+	}, []string{"reason"})
 	// AgentChannel is 1 for the detected Fleet agent channel and 0 for the others.
 	AgentChannel = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "leasetune_fleet_agent_channel",
@@ -81,12 +90,12 @@ var (
 
 func init() {
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		SettingsApplied, SettingsRefused, AdmissionRefused, Writes, Restarts, AgentChannel, AgentTimingsApplicable, ClustersLeftAlone, PropagationSeconds, QueueDepth)
+		SettingsApplied, SettingsRefused, AdmissionRefused, Writes, Restarts, AgentChannel, AgentTimingsApplicable, ClustersLeftAlone, RancherLeftAlone, PropagationSeconds, QueueDepth)
 }
 
 // RestartKinds are the kinds of the restart ledger, in the order they are
 // reported.
-var RestartKinds = []string{"deployment-rollout", "fleet-agent", "cattle-cluster-agent", "node-plan"}
+var RestartKinds = []string{"deployment-rollout", "rancher-rollout", "fleet-agent", "cattle-cluster-agent", "node-plan"}
 
 // RestartTotals reads the restart ledger (Restarts) of this process: the
 // count per kind so far, for the TimingsApplied Event.

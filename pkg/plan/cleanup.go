@@ -184,7 +184,7 @@ func (c *Cleanup) Apply(ctx context.Context, cs kubernetes.Interface, dyn dynami
 	for _, rm := range c.Removals {
 		ref, obj := rm.Object.ref(), rm.Object.obj
 		if rm.Entries {
-			if err := agentenv.Write(ctx, dyn, ref, obj.GetResourceVersion(), rm.Env, nil, nil); err != nil && !apierrors.IsNotFound(err) {
+			if err := agentenv.Write(ctx, agentenv.DynamicPatcher{Client: dyn}, ref, obj.GetResourceVersion(), rm.Env, nil, nil); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("%s: %w (run cleanup again)", ref, err)
 			}
 			continue

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,6 +27,7 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -99,6 +101,18 @@ type Report struct {
 	agentLocksBefore, agentLocksAfter float64
 	// objects are every cluster object of the three kinds.
 	objects []clusterObject
+	// rancherLock is true when a Rancher Deployment was found;
+	// rancherReplicas are its replicas (one lock candidate each) and
+	// rancherLocksBefore/After the lock kube-system/cattle-controllers'
+	// requests per hour now and after the writes.
+	rancherLock                           bool
+	rancherReplicas                       int
+	rancherLocksBefore, rancherLocksAfter float64
+	// clusterAgentsRetuned and clusterAgentsKept count the Rancher-managed
+	// clusters whose cattle-cluster-agent (its own cattle-controllers lock)
+	// reads CATTLE_ELECTION_* from the cluster's agentEnvVars after the
+	// writes, and those whose agentEnvVars carry none.
+	clusterAgentsRetuned, clusterAgentsKept int
 }
 
 var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
@@ -217,10 +231,83 @@ func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 			r.Rancher, _ = rancher.Detect(d)
 		}
 	}
+	if err := r.planRancher(ctx, cs, opts); err != nil {
+		return nil, err
+	}
 	if err := r.planClusters(ctx, dyn, agent); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// planRancher adds the Rancher Deployment's CATTLE_ELECTION_* entries for
+// the lock kube-system/cattle-controllers (rancherenv.Decide), and what
+// that lock costs now and after.
+func (r *Report) planRancher(ctx context.Context, cs kubernetes.Interface, opts Options) error {
+	name := opts.RancherDeployment
+	if name == "" {
+		name = rancher.DefaultDeployment
+	}
+	d, err := cs.AppsV1().Deployments(opts.RancherNamespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil // no Rancher here
+	}
+	if err != nil {
+		return fmt.Errorf("read Deployment %s/%s: %w", opts.RancherNamespace, name, err)
+	}
+	r.rancherReplicas = 1
+	if d.Spec.Replicas != nil {
+		r.rancherReplicas = int(*d.Spec.Replicas)
+	}
+	ref := "Deployment " + d.Namespace + "/" + d.Name
+	runs := func(env []corev1.EnvVar) (election.Timings, bool) {
+		v := opts.RancherVersion
+		if !v.Known {
+			v, _ = rancher.Detect(d)
+		}
+		if !v.Known || !v.AtLeast(2, 8, 3) {
+			return election.WranglerDefaults, false // wrangler v1: hardcoded
+		}
+		if t, found, err := election.CattlePrefix.FromEnv(env); found && err == nil {
+			return t, true
+		}
+		return election.WranglerDefaults, true
+	}
+	var env []corev1.EnvVar
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == rancher.Container {
+			env = c.Env
+		}
+	}
+	now, _ := runs(env)
+	r.rancherLocksBefore = election.CostOf(now, r.rancherReplicas-1, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+	r.rancherLocksAfter = r.rancherLocksBefore
+	st := r.Triples[settings.Rancher]
+	dec := rancherenv.Decide(d, rancherenv.Input{Triple: st.Effective, OK: st.HasEffective, Version: opts.RancherVersion})
+	restarts := fmt.Sprintf("a rollout of every Rancher replica (%d)", r.rancherReplicas)
+	switch {
+	case dec.Problem == rancherenv.ProblemNotReady:
+		r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("%s: its CATTLE_ELECTION_* entries wait until it is settled: %s", ref, dec.Reason))
+	case dec.Problem != rancherenv.ProblemNone:
+		r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("%s: %s", ref, dec.Reason))
+	case dec.Write && dec.Remove:
+		for _, n := range election.CattlePrefix.EnvNames() {
+			r.Changes = append(r.Changes, Change{Object: ref, Field: "container rancher env " + n,
+				Old: envValue(d, rancher.Container, n), New: "(removed: Rancher's built-in 45s/30s/2s)", Restarts: restarts})
+		}
+		r.rancherLocksAfter = election.CostOf(election.WranglerDefaults, r.rancherReplicas-1, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+	case dec.Write:
+		for _, e := range dec.Env {
+			if old := envValue(d, rancher.Container, e.Name); old == e.Value {
+				continue
+			}
+			r.Changes = append(r.Changes, Change{Object: ref, Field: "container rancher env " + e.Name,
+				Old: envValue(d, rancher.Container, e.Name), New: e.Value, Restarts: restarts})
+		}
+		r.rancherLocksAfter = election.CostOf(st.Effective, r.rancherReplicas-1, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+	}
+	r.rancherLock = true
+	return nil
 }
 
 // propose applies the assignments in order to copies of objs, each checked
@@ -357,8 +444,39 @@ func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent 
 			r.Changes = append(r.Changes, Change{Object: rt.TargetRef.String(), Field: "spec.agentEnvVars",
 				Old: envString(rt.Target), New: envItems(d.Env), Restarts: agentenv.Restarts(rt)})
 		}
+		if rt.RancherManaged && r.Rancher.ClusterAgentReadsElectionEnv() {
+			// cattle-cluster-agent gets the source object's agentEnvVars
+			// appended to its own env (DESIGN.md section 2), so it runs
+			// whatever CATTLE_ELECTION_* entries are there after the write.
+			after := d.Env
+			if !d.Change {
+				items, _, _ := unstructured.NestedSlice(rt.Target.Object, "spec", "agentEnvVars")
+				after = nil
+				for _, it := range items {
+					if m, ok := it.(map[string]interface{}); ok {
+						after = append(after, m)
+					}
+				}
+			}
+			if hasElectionEntries(after) {
+				r.clusterAgentsRetuned++
+			} else {
+				r.clusterAgentsKept++
+			}
+		}
 	}
 	return nil
+}
+
+// hasElectionEntries reports whether an agentEnvVars list has a
+// CATTLE_ELECTION_* entry.
+func hasElectionEntries(items []map[string]interface{}) bool {
+	for _, it := range items {
+		if n, _ := it["name"].(string); election.CattlePrefix.Owns(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // sameDuration reports whether two env values parse to the same duration.
@@ -467,6 +585,20 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, " (now %.0f and %.0f)", t.ControllerLocksBefore, t.AgentLocksBefore)
 	}
 	fmt.Fprintln(w, ".")
+	if r.rancherLock {
+		fmt.Fprintf(w, "Rancher's lock kube-system/cattle-controllers (%d replica(s)): %.0f requests per hour", r.rancherReplicas, t.RancherLockAfter)
+		if t.RancherLockBefore != t.RancherLockAfter {
+			fmt.Fprintf(w, " (now %.0f); the change rolls every Rancher replica", t.RancherLockBefore)
+		}
+		fmt.Fprintln(w, ".")
+	}
+	if n := r.clusterAgentsRetuned + r.clusterAgentsKept; n > 0 {
+		fmt.Fprintf(w, "cattle-cluster-agent (its own cattle-controllers lock in each Rancher-managed cluster): %d of %d read CATTLE_ELECTION_* from their cluster's agentEnvVars and run that triple", r.clusterAgentsRetuned, n)
+		if r.clusterAgentsKept > 0 {
+			fmt.Fprintf(w, "; %d keep wrangler's 45s/30s/2s, since their agentEnvVars carry no CATTLE_ELECTION_* (Fleet v0.13+ renders the fleet-agent's names itself, so leasetune writes none there unless the cluster's overrides call for them)", r.clusterAgentsKept)
+		}
+		fmt.Fprintln(w, ".")
+	}
 }
 
 // Totals counts what a report restarts and what the locks cost.
@@ -481,6 +613,19 @@ type Totals struct {
 	ControllerLocksAfter  float64 `json:"controllerLockRequestsPerHour"`
 	AgentLocksBefore      float64 `json:"agentLockRequestsPerHourBefore,omitempty"`
 	AgentLocksAfter       float64 `json:"agentLockRequestsPerHour"`
+	// RancherRollout is true when the Rancher Deployment is written (every
+	// Rancher replica rolls; it is also one of Rollouts); RancherLock* are
+	// the requests per hour of kube-system/cattle-controllers now and
+	// after.
+	RancherRollout    bool    `json:"rancherRollout"`
+	RancherLockBefore float64 `json:"rancherLockRequestsPerHourBefore"`
+	RancherLockAfter  float64 `json:"rancherLockRequestsPerHour"`
+	// ClusterAgentsRetuned and ClusterAgentsKept count the Rancher-managed
+	// clusters whose cattle-cluster-agent runs the CATTLE_ELECTION_* of its
+	// cluster's agentEnvVars after the writes, and those that keep
+	// wrangler's built-in triple.
+	ClusterAgentsRetuned int `json:"clusterAgentLocksRetuned"`
+	ClusterAgentsKept    int `json:"clusterAgentLocksKept"`
 }
 
 // Totals returns the report's restart counts (from each change's
@@ -496,6 +641,9 @@ func (r *Report) Totals() Totals {
 		switch {
 		case strings.HasPrefix(c.Object, "Deployment "):
 			t.Rollouts++
+			if strings.Contains(c.Restarts, "Rancher replica") {
+				t.RancherRollout = true
+			}
 		case strings.HasPrefix(c.Restarts, "fleet-agent"):
 			t.FleetAgents++
 			if strings.Contains(c.Restarts, "cattle-cluster-agent") {
@@ -519,6 +667,8 @@ func (r *Report) Totals() Totals {
 	if r.Before != nil {
 		t.ControllerLocksBefore, t.AgentLocksBefore = cost(r.Before[settings.FleetController]), r.agentLocksBefore
 	}
+	t.RancherLockBefore, t.RancherLockAfter = r.rancherLocksBefore, r.rancherLocksAfter
+	t.ClusterAgentsRetuned, t.ClusterAgentsKept = r.clusterAgentsRetuned, r.clusterAgentsKept
 	return t
 }
 

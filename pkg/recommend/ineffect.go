@@ -19,12 +19,14 @@ import (
 var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
 
 // Defaults returns the settings' defaults for each component (Fleet's
-// 30s/25s/10s): what is in effect where nothing was set.
+// 30s/25s/10s; wrangler's 45s/30s/2s for Rancher): what is in effect where
+// nothing was set.
 func Defaults() map[settings.Component]election.Timings {
-	return map[settings.Component]election.Timings{settings.FleetController: election.FleetDefaults, settings.FleetAgent: election.FleetDefaults}
+	return map[settings.Component]election.Timings{settings.FleetController: election.FleetDefaults,
+		settings.FleetAgent: election.FleetDefaults, settings.Rancher: election.WranglerDefaults}
 }
 
-// InEffect reads the six Setting objects and leasetune's state ConfigMap
+// InEffect reads the nine Setting objects and leasetune's state ConfigMap
 // in namespace and returns the triple in effect per component, as the
 // controller would hold it (settings.Snapshot); a component with none
 // gets the default. It is the only function of the package that makes

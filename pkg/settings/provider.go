@@ -94,7 +94,7 @@ type ComponentStatus struct {
 	PendingAt time.Time
 }
 
-// Provider keeps the six Setting objects in place and resolves them into
+// Provider keeps the nine Setting objects in place and resolves them into
 // the effective triples. It implements Triples. Every method is safe for
 // concurrent use. Writes happen only after Register, on the leader.
 type Provider struct {
@@ -414,8 +414,8 @@ func (p *Provider) sync(ctx context.Context) error {
 		if t, ok := stored.Effective[c]; ok {
 			keep = t.String() + " stays in effect until then"
 		}
-		msg := fmt.Sprintf("%s takes effect for %s at %s, once the settings have been unchanged for %s; %s",
-			*st.Pending, c, st.PendingAt.UTC().Format(time.RFC3339), p.opts.Settle, keep)
+		msg := fmt.Sprintf("%s takes effect for %s at %s, once the settings have been unchanged for %s, and then %s; %s",
+			*st.Pending, c, st.PendingAt.UTC().Format(time.RFC3339), p.opts.Settle, c.Restarts(), keep)
 		p.log.Info("timings pending", "setting-component", c, "timings", st.Pending.String(), "at", st.PendingAt)
 		for _, d := range Of(c) {
 			p.event(d.Name, "", corev1.EventTypeNormal, ReasonPending, msg)
@@ -426,7 +426,7 @@ func (p *Provider) sync(ctx context.Context) error {
 		p.log.Info("timings applied", "setting-component", c, "timings", t.String())
 		metrics.SettingsApplied.WithLabelValues(string(c)).Inc()
 		for _, d := range Of(c) {
-			p.event(d.Name, "", corev1.EventTypeNormal, ReasonApplied, fmt.Sprintf("%s now in effect for %s; %s", t, c, ledger()))
+			p.event(d.Name, "", corev1.EventTypeNormal, ReasonApplied, fmt.Sprintf("%s now in effect for %s, which %s; %s", t, c, c.Restarts(), ledger()))
 		}
 	}
 	if len(applied) > 0 {
@@ -448,8 +448,8 @@ func (p *Provider) sync(ctx context.Context) error {
 // the writes of the change just applied.
 func ledger() string {
 	t := metrics.RestartTotals()
-	return fmt.Sprintf("before this change leasetune's writes had restarted (since its start): %.0f Deployment rollout(s), %.0f fleet-agent, %.0f cattle-cluster-agent redeploy(s), %.0f node plan(s)",
-		t["deployment-rollout"], t["fleet-agent"], t["cattle-cluster-agent"], t["node-plan"])
+	return fmt.Sprintf("before this change leasetune's writes had restarted (since its start): %.0f Fleet Deployment rollout(s), %.0f Rancher rollout(s), %.0f fleet-agent, %.0f cattle-cluster-agent redeploy(s), %.0f node plan(s)",
+		t["deployment-rollout"], t["rancher-rollout"], t["fleet-agent"], t["cattle-cluster-agent"], t["node-plan"])
 }
 
 // report logs and records a refusal once per distinct input, and forgets

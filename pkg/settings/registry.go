@@ -18,10 +18,29 @@ const (
 	// FleetAgent is every fleet-agent: the fleet-agent-leader-election-*
 	// settings.
 	FleetAgent Component = "fleet-agent"
+	// Rancher is the Rancher server's own lock kube-system/cattle-controllers
+	// (rancher/rancher pkg/wrangler/context.go), read from CATTLE_ELECTION_*
+	// of the rancher container by Rancher 2.8.3+: the
+	// rancher-leader-election-* settings.
+	Rancher Component = "rancher"
 )
 
 // Components lists the components in a fixed order.
-var Components = [2]Component{FleetController, FleetAgent}
+var Components = [3]Component{FleetController, FleetAgent, Rancher}
+
+// Restarts says, in a few words, what a change of the component's triple
+// restarts once it takes effect.
+func (c Component) Restarts() string {
+	switch c {
+	case FleetController:
+		return "rolls the Fleet controller Deployments"
+	case FleetAgent:
+		return "redeploys the fleet-agents that take it"
+	case Rancher:
+		return "rolls every Rancher replica (the Rancher Deployment)"
+	}
+	return "restarts what reads it"
+}
 
 // Definition declares one setting: its name, default and description, and
 // the component and field of the triple it sets.
@@ -49,10 +68,14 @@ func define(c Component, f election.Field, name string, def election.Timings, de
 	return Definition{Name: name, Default: election.FormatDuration(def.Get(f)), Description: desc, Component: c, Field: f}
 }
 
-// Registry declares the six settings, in a fixed order: the Fleet
+// Registry declares the nine settings, in a fixed order: the Fleet
 // controllers' lease duration, renew deadline and retry period, then the
-// Fleet agents'. The defaults are Fleet's own since v0.10 (30s/25s/10s).
-var Registry = [6]Definition{
+// Fleet agents', then the Rancher server's. The Fleet defaults are Fleet's
+// own since v0.10 (30s/25s/10s); the Rancher defaults are wrangler's
+// built-in 45s/30s/2s (pkg/leader/leader.go at wrangler v2.1.4 and v3.2.1,
+// which Rancher 2.8.3+ uses without setting any), so that leaving them
+// unset changes nothing.
+var Registry = [9]Definition{
 	define(FleetController, election.LeaseDuration, "fleet-leader-election-lease-duration", election.FleetDefaults,
 		"How long a Fleet controller candidate waits before taking over an unrenewed lock (CATTLE_ELECTION_LEASE_DURATION)."),
 	define(FleetController, election.RenewDeadline, "fleet-leader-election-renew-deadline", election.FleetDefaults,
@@ -65,6 +88,12 @@ var Registry = [6]Definition{
 		"How long the fleet-agent leader retries a renewal before giving up leadership, in every downstream cluster."),
 	define(FleetAgent, election.RetryPeriod, "fleet-agent-leader-election-retry-period", election.FleetDefaults,
 		"How often fleet-agents renew or poll their locks, in every downstream cluster."),
+	define(Rancher, election.LeaseDuration, "rancher-leader-election-lease-duration", election.WranglerDefaults,
+		"How long a Rancher server replica waits before taking over an unrenewed cattle-controllers lock (CATTLE_ELECTION_LEASE_DURATION of the Rancher Deployment)."),
+	define(Rancher, election.RenewDeadline, "rancher-leader-election-renew-deadline", election.WranglerDefaults,
+		"How long the Rancher server leader retries a renewal of cattle-controllers before giving up leadership."),
+	define(Rancher, election.RetryPeriod, "rancher-leader-election-retry-period", election.WranglerDefaults,
+		"How often Rancher server replicas renew or poll the cattle-controllers lock."),
 }
 
 // Lookup returns the definition of the setting called name.

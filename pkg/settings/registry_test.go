@@ -14,6 +14,9 @@ func TestRegistry(t *testing.T) {
 		"fleet-agent-leader-election-lease-duration": "CATTLE_FLEET_AGENT_LEADER_ELECTION_LEASE_DURATION",
 		"fleet-agent-leader-election-renew-deadline": "CATTLE_FLEET_AGENT_LEADER_ELECTION_RENEW_DEADLINE",
 		"fleet-agent-leader-election-retry-period":   "CATTLE_FLEET_AGENT_LEADER_ELECTION_RETRY_PERIOD",
+		"rancher-leader-election-lease-duration":     "CATTLE_RANCHER_LEADER_ELECTION_LEASE_DURATION",
+		"rancher-leader-election-renew-deadline":     "CATTLE_RANCHER_LEADER_ELECTION_RENEW_DEADLINE",
+		"rancher-leader-election-retry-period":       "CATTLE_RANCHER_LEADER_ELECTION_RETRY_PERIOD",
 	}
 	if len(Registry) != len(want) {
 		t.Fatalf("%d settings, want %d", len(Registry), len(want))
@@ -38,8 +41,14 @@ func TestRegistry(t *testing.T) {
 			}
 			vals[i] = Resolved{Value: d.Default}
 		}
-		// The defaults form a valid triple: Fleet's 30s/25s/10s.
-		if got, err := Evaluate(c, vals); err != nil || got != election.FleetDefaults {
+		// The defaults form a valid triple: Fleet's 30s/25s/10s, and for
+		// Rancher wrangler's built-in 45s/30s/2s (so that unset settings
+		// change nothing there).
+		want := election.FleetDefaults
+		if c == Rancher {
+			want = election.WranglerDefaults
+		}
+		if got, err := Evaluate(c, vals); err != nil || got != want {
 			t.Errorf("defaults of %s: %s, %v", c, got, err)
 		}
 	}

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -40,6 +42,8 @@ const (
 
 // Options configures New.
 type Options struct {
+	// Patcher writes the cluster objects; DynamicPatcher{Client} when nil.
+	Patcher Patcher
 	// Client reads (through informers) and writes the cluster objects.
 	// Give it a QPS and burst fit for thousands of clusters.
 	Client dynamic.Interface
@@ -74,6 +78,7 @@ type Options struct {
 // Controller converges each downstream cluster's agent env.
 type Controller struct {
 	opts    Options
+	patcher Patcher
 	log     *slog.Logger
 	queue   workqueue.RateLimitingInterface
 	pace    *rate.Limiter
@@ -104,7 +109,11 @@ func New(opts Options) *Controller {
 	if opts.Workers <= 0 {
 		opts.Workers = 4
 	}
+	if opts.Patcher == nil {
+		opts.Patcher = DynamicPatcher{Client: opts.Client}
+	}
 	c := &Controller{
+		patcher:  opts.Patcher,
 		opts:     opts,
 		log:      opts.Log.With("controller", "agentenv"),
 		queue:    workqueue.NewNamedRateLimitingQueue(workqueue.DefaultControllerRateLimiter(), "agentenv"),
@@ -390,7 +399,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 				return err
 			}
 		}
-		err = Write(ctx, c.opts.Client, rt.TargetRef, rt.Target.GetResourceVersion(), d.Env, d.Record, statusValue(status))
+		err = Write(ctx, c.patcher, rt.TargetRef, rt.Target.GetResourceVersion(), d.Env, d.Record, statusValue(status))
 		if err == nil {
 			c.wrote(rt, d)
 			return nil
@@ -522,7 +531,7 @@ func (c *Controller) resource(r Ref) dynamic.ResourceInterface {
 // field; a nil record removes the annotation; status is the value of the
 // StatusAnnotation in the same patch (nil removes it), so that a change and
 // its report are one write.
-func Write(ctx context.Context, client dynamic.Interface, ref Ref, resourceVersion string,
+func Write(ctx context.Context, p Patcher, ref Ref, resourceVersion string,
 	env []map[string]interface{}, rec map[string]string, status interface{}) error {
 	var recValue interface{}
 	if rec != nil {
@@ -546,12 +555,59 @@ func Write(ctx context.Context, client dynamic.Interface, ref Ref, resourceVersi
 	if err != nil {
 		return err
 	}
-	var r dynamic.ResourceInterface = client.Resource(ref.GVR)
+	return p.MergePatch(ctx, ref, body)
+}
+
+// Patcher sends a JSON merge patch of a cluster object with FieldManager.
+type Patcher interface {
+	MergePatch(ctx context.Context, ref Ref, body []byte) error
+}
+
+// DynamicPatcher patches through a dynamic client (which decodes the
+// object the apiserver answers with).
+type DynamicPatcher struct{ Client dynamic.Interface }
+
+// MergePatch implements Patcher.
+func (d DynamicPatcher) MergePatch(ctx context.Context, ref Ref, body []byte) error {
+	var r dynamic.ResourceInterface = d.Client.Resource(ref.GVR)
 	if ref.Namespace != "" {
-		r = client.Resource(ref.GVR).Namespace(ref.Namespace)
+		r = d.Client.Resource(ref.GVR).Namespace(ref.Namespace)
 	}
-	_, err = r.Patch(ctx, ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err := r.Patch(ctx, ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
 	return err
+}
+
+// RawPatcher patches through a REST client without decoding the object the
+// apiserver answers with: the controller never reads it (the informer
+// brings the new object), and decoding a whole cluster object into an
+// unstructured map for every write was a third of the controller's
+// allocations during a global change at 10,000 clusters (hack/bench
+// -profile). An error answer is still decoded into a StatusError.
+type RawPatcher struct{ REST rest.Interface }
+
+// NewRawPatcher returns a RawPatcher for cfg (its QPS and burst apply to
+// these writes).
+func NewRawPatcher(cfg *rest.Config) (RawPatcher, error) {
+	c := rest.CopyConfig(cfg)
+	c.APIPath = "/apis"
+	c.GroupVersion = nil
+	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	rc, err := rest.UnversionedRESTClientFor(c)
+	return RawPatcher{REST: rc}, err
+}
+
+// MergePatch implements Patcher.
+func (r RawPatcher) MergePatch(ctx context.Context, ref Ref, body []byte) error {
+	path := []string{"/apis", ref.GVR.Group, ref.GVR.Version}
+	if ref.Namespace != "" {
+		path = append(path, "namespaces", ref.Namespace)
+	}
+	path = append(path, ref.GVR.Resource, ref.Name)
+	return r.REST.Patch(types.MergePatchType).AbsPath(path...).Param("fieldManager", FieldManager).
+		Body(body).Do(ctx).Error()
 }
 
 // Restarts says what a change of a routed object's agent env redeploys.
@@ -643,7 +699,7 @@ func (c *Controller) patchStatus(ctx context.Context, rt Routing, value interfac
 	if err != nil {
 		return err
 	}
-	_, err = c.resource(rt.TargetRef).Patch(ctx, rt.TargetRef.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+	err = c.patcher.MergePatch(ctx, rt.TargetRef, body)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

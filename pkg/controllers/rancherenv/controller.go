@@ -1,0 +1,237 @@
+package rancherenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+
+	appscontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/apps/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/rancher"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+// FieldManager is the field manager of every write this controller makes
+// (the same as the Fleet Deployments' writer, so that Managers can tell
+// leasetune's entries from another writer's).
+const FieldManager = "leasetune"
+
+// Event reasons on the Rancher Deployment.
+const (
+	// ReasonUpdated: the entries were written; every Rancher replica rolls.
+	ReasonUpdated = "RancherElectionEnvUpdated"
+	// ReasonLeftAlone: a Problem keeps leasetune from writing.
+	ReasonLeftAlone = "RancherElectionEnvLeftAlone"
+	// ReasonDeferred: a write waits for the Deployment to settle.
+	ReasonDeferred = "RancherElectionEnvDeferred"
+)
+
+// Options configures Register.
+type Options struct {
+	// Namespace and Name name the Rancher Deployment (cattle-system/rancher).
+	Namespace, Name string
+	// Deployments is a wrangler controller whose informer watches that
+	// Deployment (by name).
+	Deployments appscontrollers.DeploymentController
+	// Client makes the writes, with FieldManager.
+	Client kubernetes.Interface
+	// Triples gives the effective triples.
+	Triples settings.Triples
+	// Version, when Known, replaces reading the image (--rancher-version).
+	Version rancher.Version
+	// Recorder records Events; may be nil.
+	Recorder record.EventRecorder
+	// Log receives structured logs; slog.Default() when nil.
+	Log *slog.Logger
+}
+
+// Controller keeps the CATTLE_ELECTION_* entries of the Rancher
+// container on the effective Rancher triple (settings.Rancher): one JSON
+// patch per change, nothing at rest, nothing where Decide says no.
+type Controller struct {
+	opts Options
+	log  *slog.Logger
+
+	mu   sync.Mutex
+	said string // the last problem reported, so each is said once
+}
+
+// Register registers the handler; start the factory of opts.Deployments
+// afterwards.
+func Register(ctx context.Context, opts Options) *Controller {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = rancher.DefaultNamespace
+	}
+	if opts.Name == "" {
+		opts.Name = rancher.DefaultDeployment
+	}
+	c := &Controller{opts: opts, log: opts.Log.With("controller", "rancherenv")}
+	opts.Deployments.OnChange(ctx, "leasetune-rancher-env", func(_ string, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+		return d, c.sync(ctx, d)
+	})
+	opts.Triples.OnChange(func() { opts.Deployments.Enqueue(opts.Namespace, opts.Name) })
+	return c
+}
+
+func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
+	if d == nil || d.Namespace != c.opts.Namespace || d.Name != c.opts.Name {
+		return nil
+	}
+	t, ok := c.opts.Triples.Effective(settings.Rancher)
+	dec := Decide(d, Input{Triple: t, OK: ok, Version: c.opts.Version})
+	c.report(d, dec)
+	if !dec.Write {
+		return nil
+	}
+	body, err := PatchBody(d, dec)
+	if err != nil {
+		return err
+	}
+	_, err = c.opts.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, body,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		// A failed test op (the env list changed since the cached copy)
+		// comes back here too: the work queue retries from the fresh copy.
+		return fmt.Errorf("patch deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	metrics.Writes.WithLabelValues("rancher-deployment").Inc()
+	metrics.Restarts.WithLabelValues("rancher-rollout").Inc()
+	replicas := int32(1)
+	if d.Spec.Replicas != nil {
+		replicas = *d.Spec.Replicas
+	}
+	what := "CATTLE_ELECTION_* removed (Rancher's built-in 45s/30s/2s again)"
+	if !dec.Remove {
+		what = fmt.Sprintf("CATTLE_ELECTION_* set to %s", t)
+	}
+	msg := fmt.Sprintf("%s on the rancher container for the lock kube-system/cattle-controllers: this rolls every Rancher replica (%d), as the Deployment's rolling-update strategy allows", what, replicas)
+	c.log.Info("rancher deployment env updated", "deployment", d.Namespace+"/"+d.Name, "timings", t.String(),
+		"removed", dec.Remove, "replicas", replicas, "rancher", dec.Version.String())
+	c.event(d, corev1.EventTypeNormal, ReasonUpdated, msg)
+	return nil
+}
+
+// report says a problem once per distinct reason, with a log line, an
+// Event on the Deployment and the metric.
+func (c *Controller) report(d *appsv1.Deployment, dec Decision) {
+	for _, p := range []Problem{ProblemNoContainer, ProblemVersionUnknown, ProblemUnsupported, ProblemForeign, ProblemNotReady} {
+		v := 0.0
+		if p == dec.Problem {
+			v = 1
+		}
+		metrics.RancherLeftAlone.WithLabelValues(string(p)).Set(v)
+	}
+	key := string(dec.Problem) + " " + dec.Reason
+	c.mu.Lock()
+	seen := c.said == key
+	c.said = key
+	c.mu.Unlock()
+	if seen || dec.Problem == ProblemNone {
+		return
+	}
+	if dec.Problem == ProblemNotReady {
+		c.log.Info("rancher deployment write deferred", "deployment", d.Namespace+"/"+d.Name, "reason", dec.Reason)
+		c.event(d, corev1.EventTypeNormal, ReasonDeferred, "the CATTLE_ELECTION_* entries wait: "+dec.Reason+"; they are written once the Deployment is available and its rollout done")
+		return
+	}
+	c.log.Warn("rancher deployment left alone", "deployment", d.Namespace+"/"+d.Name, "problem", dec.Problem, "reason", dec.Reason)
+	c.event(d, corev1.EventTypeWarning, ReasonLeftAlone, "leasetune writes no CATTLE_ELECTION_* here: "+dec.Reason)
+}
+
+func (c *Controller) event(d *appsv1.Deployment, typ, reason, msg string) {
+	if c.opts.Recorder != nil {
+		c.opts.Recorder.Event(d, typ, reason, msg)
+	}
+}
+
+// PatchBody builds the JSON patch (RFC 6902) that makes dec on d: the
+// rancher container's name and whole env list are tested against d, the
+// copy dec was computed from (a concurrent edit fails the patch and the
+// decision is made again); each of the three names present gets its value
+// in place, a missing one is appended after the existing entries, or, with
+// dec.Remove, leasetune's entries are removed; RecordAnnotation is set (or
+// removed) in the same patch. Nothing else is touched.
+func PatchBody(d *appsv1.Deployment, dec Decision) ([]byte, error) {
+	type op = map[string]interface{}
+	ci := containerIndex(d)
+	if ci < 0 {
+		return nil, fmt.Errorf("deployment %s/%s has no container %q", d.Namespace, d.Name, rancher.Container)
+	}
+	base := fmt.Sprintf("/spec/template/spec/containers/%d", ci)
+	env := d.Spec.Template.Spec.Containers[ci].Env
+	var seen interface{}
+	if env != nil {
+		seen = env
+	}
+	ops := []op{{"op": "test", "path": base + "/name", "value": rancher.Container}, {"op": "test", "path": base + "/env", "value": seen}}
+	annPath := "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(RecordAnnotation, "~", "~0"), "/", "~1")
+	if dec.Remove {
+		var at []int
+		for i, e := range env {
+			if election.CattlePrefix.Owns(e.Name) {
+				at = append(at, i)
+			}
+		}
+		sort.Sort(sort.Reverse(sort.IntSlice(at)))
+		for _, i := range at {
+			ops = append(ops, op{"op": "remove", "path": fmt.Sprintf("%s/env/%d", base, i)})
+		}
+		if _, ok := d.Annotations[RecordAnnotation]; ok {
+			ops = append(ops, op{"op": "remove", "path": annPath})
+		}
+		return json.Marshal(ops)
+	}
+	rec := map[string]string{}
+	if env == nil {
+		var entries []op
+		for _, e := range dec.Env {
+			entries = append(entries, op{"name": e.Name, "value": e.Value})
+		}
+		ops = append(ops, op{"op": "add", "path": base + "/env", "value": entries})
+	}
+	for _, e := range dec.Env {
+		rec[e.Name] = e.Value
+		if env == nil {
+			continue
+		}
+		found := false
+		for i, cur := range env {
+			if cur.Name == e.Name {
+				found = true
+				ops = append(ops, op{"op": "add", "path": fmt.Sprintf("%s/env/%d/value", base, i), "value": e.Value})
+			}
+		}
+		if !found {
+			ops = append(ops, op{"op": "add", "path": base + "/env/-", "value": op{"name": e.Name, "value": e.Value}})
+		}
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	if d.Annotations == nil {
+		ops = append(ops, op{"op": "add", "path": "/metadata/annotations", "value": map[string]string{RecordAnnotation: string(raw)}})
+	} else {
+		ops = append(ops, op{"op": "add", "path": annPath, "value": string(raw)})
+	}
+	return json.Marshal(ops)
+}

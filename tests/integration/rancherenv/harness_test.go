@@ -1,0 +1,381 @@
+// Package rancherenv_test checks the rancherenv controller against a real
+// kube-apiserver: the Rancher Deployment is installed and upgraded by the
+// real helm CLI from a chart whose one template is what rancher/rancher
+// v2.11.3's chart renders (tests/rancher/testdata/rancher-chart), the real
+// settings Provider resolves the rancher-leader-election-* Settings, and a
+// double of kube-controller-manager's Deployment controller keeps the
+// Deployment's status (envtest runs no controller-manager).
+package rancherenv_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rancher/lasso/pkg/cache"
+	lassoclient "github.com/rancher/lasso/pkg/client"
+	"github.com/rancher/wrangler/v2/pkg/generated/controllers/apps"
+	"github.com/rancher/wrangler/v2/pkg/generic"
+	"github.com/rancher/wrangler/v2/pkg/schemes"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"leasetune.io/leasetune/pkg/controllers/rancherenv"
+	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
+	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
+)
+
+var (
+	cp      *framework.ControlPlane
+	helmBin string
+)
+
+func TestMain(m *testing.M) {
+	root, err := framework.RepoRoot()
+	if err == nil {
+		// The helm CLI the chart checks use (tools/helm), built once per
+		// machine; CI has built it for chart-lint already.
+		cmd := exec.Command(filepath.Join(root, "scripts", "helm.sh"))
+		cmd.Stderr = os.Stderr
+		var out []byte
+		if out, err = cmd.Output(); err == nil {
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			helmBin = lines[len(lines)-1]
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "helm: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(framework.Main(m, &cp, framework.Options{RepoCRDs: []string{framework.SettingCRD}}))
+}
+
+// chartDir is the Rancher chart fixture.
+func chartDir(t *testing.T) string {
+	t.Helper()
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "tests", "rancher", "testdata", "rancher-chart")
+}
+
+// kubeconfig writes an admin kubeconfig for helm, once per test.
+func kubeconfig(t *testing.T) string {
+	t.Helper()
+	p, err := cp.Kubeconfig(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// helm runs the real helm CLI with the release "rancher" in ns.
+func helm(t *testing.T, kc, ns string, args ...string) {
+	t.Helper()
+	full := append([]string{"--kubeconfig", kc, "--namespace", ns}, args...)
+	cmd := exec.Command(helmBin, full...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+}
+
+// env is one test's namespaces and clients.
+type env struct {
+	ns, stateNS string
+	kc          string
+	mf          *management.Factory
+	provider    *settings.Provider
+	deployCtl   *deploymentController
+}
+
+// newEnv installs the Rancher chart with values, starts the Deployment
+// controller double and the settings Provider (settle time 0).
+func newEnv(t *testing.T, values ...string) *env {
+	t.Helper()
+	e := &env{ns: cp.Namespace(t), stateNS: cp.Namespace(t), kc: kubeconfig(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	e.deployCtl = startDeploymentController(t, ctx, e.ns)
+	helm(t, e.kc, e.ns, append([]string{"install", "rancher", chartDir(t)}, values...)...)
+	framework.Eventually(t, "the Deployment rolled out", func() bool {
+		ok, _ := rancherenv.Settled(e.get(t))
+		return ok
+	})
+	// Settings are cluster-scoped: each test starts from unset values.
+	mf, err := management.NewFactoryFromConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range settings.Of(settings.Rancher) {
+		if s, err := mf.Management().V3().Setting().Get(d.Name, metav1.GetOptions{}); err == nil && s.Value != "" {
+			body, _ := json.Marshal(map[string]string{"value": ""})
+			_, _ = mf.Management().V3().Setting().Patch(d.Name, types.MergePatchType, body)
+		}
+	}
+	e.mf = mf
+	e.provider = settings.NewProvider(settings.ProviderOptions{
+		Settings: mf.Management().V3().Setting(), ConfigMaps: cp.Client.CoreV1(), Namespace: e.stateNS,
+		LookupEnv: func(string) (string, bool) { return "", false },
+		Log:       quietLog(),
+	})
+	if err := e.provider.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := mf.Start(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func quietLog() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// set writes the value of a Setting, as kubectl or the Rancher UI does.
+func (e *env) set(t *testing.T, name, value string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"value": value})
+	if _, err := e.mf.Management().V3().Setting().Patch(name, types.MergePatchType, body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) get(t *testing.T) *appsv1.Deployment {
+	t.Helper()
+	d, err := cp.Client.AppsV1().Deployments(e.ns).Get(context.Background(), "rancher", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// writeCounter counts the requests other than GET a client sends.
+type writeCounter struct {
+	next  http.RoundTripper
+	total atomic.Int64
+}
+
+func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet && !strings.HasSuffix(r.URL.Path, "/events") {
+		w.total.Add(1)
+	}
+	return w.next.RoundTrip(r)
+}
+
+// running is a started rancherenv controller.
+type running struct {
+	writes *writeCounter
+	cancel context.CancelFunc
+}
+
+// start runs the controller as the manager wires it: a wrangler Deployment
+// informer on the one Deployment by name, in the Rancher namespace.
+func (e *env) start(t *testing.T) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	wc := &writeCounter{}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }
+	clients, err := lassoclient.NewSharedClientFactory(cp.Config, &lassoclient.SharedClientFactoryOptions{Scheme: schemes.All})
+	if err != nil {
+		t.Fatal(err)
+	}
+	af, err := apps.NewFactoryFromConfigWithOptions(cp.Config, &generic.FactoryOptions{
+		SharedCacheFactory: cache.NewSharedCachedFactory(clients, &cache.SharedCacheFactoryOptions{
+			DefaultNamespace: e.ns,
+			DefaultTweakList: func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", "rancher").String()
+			},
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
+	t.Cleanup(b.Shutdown)
+	rancherenv.Register(ctx, rancherenv.Options{
+		Namespace: e.ns, Name: "rancher", Deployments: af.Apps().V1().Deployment(),
+		Client: kubernetes.NewForConfigOrDie(cfg), Triples: e.provider,
+		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}), Log: quietLog(),
+	})
+	if err := af.Start(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	return &running{writes: wc, cancel: cancel}
+}
+
+// quiet waits d and returns the writes counted meanwhile.
+func (r *running) quiet(d time.Duration) int64 {
+	before := r.writes.total.Load()
+	time.Sleep(d)
+	return r.writes.total.Load() - before
+}
+
+// deploymentController is a double of kube-controller-manager's Deployment
+// controller (k8s.io/kubernetes pkg/controller/deployment), reduced to what
+// rancherenv reads: when a Deployment's spec changes (generation), it
+// records observedGeneration and, unless held, reports the rollout done
+// (every replica updated and available, Available true), as
+// syncRolloutStatus does once the new ReplicaSet is ready; while held it
+// reports a rollout in progress (one replica updated, one unavailable,
+// maxSurge 1). It counts rollouts: changes of spec.template, each of which
+// makes a new ReplicaSet and replaces every pod.
+type deploymentController struct {
+	mu        sync.Mutex
+	held      bool
+	templates map[string]string // last template seen, by name
+	rollouts  int
+	kick      chan struct{}
+}
+
+func startDeploymentController(t *testing.T, ctx context.Context, ns string) *deploymentController {
+	t.Helper()
+	dc := &deploymentController{templates: map[string]string{}, kick: make(chan struct{}, 1)}
+	go func() {
+		for ctx.Err() == nil {
+			dc.syncAll(ctx, ns)
+			select {
+			case <-ctx.Done():
+			case <-dc.kick:
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return dc
+}
+
+func (dc *deploymentController) syncAll(ctx context.Context, ns string) {
+	l, err := cp.Client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for i := range l.Items {
+		d := &l.Items[i]
+		tmpl, _ := json.Marshal(d.Spec.Template)
+		dc.mu.Lock()
+		if last, seen := dc.templates[d.Name]; seen && last != string(tmpl) {
+			dc.rollouts++
+		}
+		dc.templates[d.Name] = string(tmpl)
+		held := dc.held
+		dc.mu.Unlock()
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		st := appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: want, UpdatedReplicas: want,
+			ReadyReplicas: want, AvailableReplicas: want,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue,
+				Reason: "MinimumReplicasAvailable", Message: "Deployment has minimum availability."}}}
+		if held {
+			st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas, st.UnavailableReplicas = want+1, 1, want-1, want-1, 2
+		}
+		if equalStatus(d.Status, st) {
+			continue
+		}
+		d.Status = st
+		_, _ = cp.Client.AppsV1().Deployments(ns).UpdateStatus(ctx, d, metav1.UpdateOptions{FieldManager: "deployment-controller"})
+	}
+}
+
+func equalStatus(a, b appsv1.DeploymentStatus) bool {
+	if len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Conditions {
+		if a.Conditions[i].Type != b.Conditions[i].Type || a.Conditions[i].Status != b.Conditions[i].Status {
+			return false
+		}
+	}
+	a.Conditions, b.Conditions = nil, nil
+	return reflect.DeepEqual(a, b)
+}
+
+// hold makes the double report a rollout in progress (true) or done.
+func (dc *deploymentController) hold(v bool) {
+	dc.mu.Lock()
+	dc.held = v
+	dc.mu.Unlock()
+	select {
+	case dc.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (dc *deploymentController) count() int {
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	return dc.rollouts
+}
+
+// electionEnv returns the rancher container's CATTLE_ELECTION_* entries,
+// in order, as NAME=VALUE.
+func electionEnv(d *appsv1.Deployment) []string {
+	var out []string
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name != "rancher" {
+			continue
+		}
+		for _, e := range c.Env {
+			if strings.HasPrefix(e.Name, "CATTLE_ELECTION_") {
+				out = append(out, e.Name+"="+e.Value)
+			}
+		}
+	}
+	return out
+}
+
+// others returns d without the rancher container's CATTLE_ELECTION_*
+// entries, leasetune's record and what the apiserver changes on a write, as
+// JSON: everything leasetune must leave exactly as it was.
+func others(t *testing.T, d *appsv1.Deployment) string {
+	t.Helper()
+	d = d.DeepCopy()
+	d.ResourceVersion, d.Generation, d.ManagedFields = "", 0, nil
+	d.Status = appsv1.DeploymentStatus{}
+	delete(d.Annotations, rancherenv.RecordAnnotation)
+	if len(d.Annotations) == 0 {
+		d.Annotations = nil
+	}
+	for i := range d.Spec.Template.Spec.Containers {
+		c := &d.Spec.Template.Spec.Containers[i]
+		var kept []corev1.EnvVar
+		for _, e := range c.Env {
+			if !strings.HasPrefix(e.Name, "CATTLE_ELECTION_") {
+				kept = append(kept, e)
+			}
+		}
+		c.Env = kept
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,171 @@
+package rancherenv_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"leasetune.io/leasetune/pkg/controllers/rancherenv"
+	"leasetune.io/leasetune/tests/integration/framework"
+)
+
+const (
+	leaseName = "rancher-leader-election-lease-duration"
+	renewName = "rancher-leader-election-renew-deadline"
+	retryName = "rancher-leader-election-retry-period"
+)
+
+// TestOptIn: with the settings unset nothing is written (installing
+// leasetune restarts nothing); setting them writes exactly the three
+// entries, once, with one rollout; nothing at rest or on a restart; back
+// to the defaults, the entries go, with one more rollout.
+func TestOptIn(t *testing.T) {
+	e := newEnv(t)
+	installed := e.get(t)
+	r := e.start(t)
+	if n := r.quiet(3 * time.Second); n != 0 {
+		t.Fatalf("%d writes with the settings at Rancher's defaults, want none", n)
+	}
+	if got := e.deployCtl.count(); got != 0 {
+		t.Fatalf("%d rollouts at install", got)
+	}
+
+	e.set(t, retryName, "5s")
+	want := []string{"CATTLE_ELECTION_LEASE_DURATION=45s", "CATTLE_ELECTION_RENEW_DEADLINE=30s", "CATTLE_ELECTION_RETRY_PERIOD=5s"}
+	framework.Eventually(t, "the three entries", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want) })
+	after := e.get(t)
+	if others(t, after) != others(t, installed) {
+		t.Errorf("leasetune changed more than its entries:\nbefore %s\nafter  %s", others(t, installed), others(t, after))
+	}
+	// Appended after Rancher's own env, which stays in place.
+	env := after.Spec.Template.Spec.Containers[0].Env
+	if len(env) != 7 || env[0].Name != "CATTLE_NAMESPACE" || env[4].Name != "CATTLE_ELECTION_LEASE_DURATION" {
+		t.Errorf("env order: %v", env)
+	}
+	r.quiet(3 * time.Second)
+	if n := r.writes.total.Load(); n != 1 {
+		t.Errorf("%d writes for one change, want 1", n)
+	}
+	framework.Eventually(t, "one rollout", func() bool { return e.deployCtl.count() == 1 })
+	if msgs := cp.Events(t, e.ns, "rancher", rancherenv.ReasonUpdated); len(msgs) != 1 || !strings.Contains(msgs[0], "rolls every Rancher replica (3)") {
+		t.Errorf("Events %s: %q", rancherenv.ReasonUpdated, msgs)
+	}
+
+	// A restart writes nothing.
+	r.cancel()
+	r = e.start(t)
+	if n := r.quiet(3 * time.Second); n != 0 {
+		t.Errorf("%d writes after a restart, want none", n)
+	}
+
+	// Back to the defaults: leasetune's entries and record go.
+	e.set(t, retryName, "")
+	framework.Eventually(t, "entries removed", func() bool { return len(electionEnv(e.get(t))) == 0 })
+	if got := e.get(t); others(t, got) != others(t, installed) {
+		t.Errorf("after removal the Deployment differs from the installed one:\n%s\n%s", others(t, got), others(t, installed))
+	}
+	if _, ok := e.get(t).Annotations[rancherenv.RecordAnnotation]; ok {
+		t.Error("the record annotation stayed")
+	}
+	framework.Eventually(t, "two rollouts in all", func() bool { return e.deployCtl.count() == 2 })
+	if n := r.quiet(2 * time.Second); n != 0 {
+		t.Errorf("%d writes at rest", n)
+	}
+}
+
+// TestOldRancherReadsNoEnv: Rancher 2.8.0-2.8.2 (wrangler v1) reads no
+// CATTLE_ELECTION_*: nothing is written, and the Event says why.
+func TestOldRancherReadsNoEnv(t *testing.T) {
+	e := newEnv(t, "--set", "rancherImageTag=v2.8.2")
+	r := e.start(t)
+	e.set(t, retryName, "5s")
+	framework.Eventually(t, "left-alone Event", func() bool {
+		msgs := cp.Events(t, e.ns, "rancher", rancherenv.ReasonLeftAlone)
+		return len(msgs) == 1 && strings.Contains(msgs[0], "Rancher v2.8.2 builds with wrangler v1")
+	})
+	if n := r.quiet(2 * time.Second); n != 0 || len(electionEnv(e.get(t))) != 0 {
+		t.Errorf("%d writes, entries %v: want none", n, electionEnv(e.get(t)))
+	}
+}
+
+// TestHelmSetsNames: names the Helm release sets (extraEnv) are someone
+// else's: no write, no duplicate, and the Event names the field manager.
+func TestHelmSetsNames(t *testing.T) {
+	e := newEnv(t, "--set-json", `extraEnv=[{"name":"CATTLE_ELECTION_RETRY_PERIOD","value":"4s"}]`)
+	installed := e.get(t)
+	r := e.start(t)
+	e.set(t, retryName, "5s")
+	framework.Eventually(t, "left-alone Event", func() bool {
+		msgs := cp.Events(t, e.ns, "rancher", rancherenv.ReasonLeftAlone)
+		return len(msgs) == 1 && strings.Contains(msgs[0], "CATTLE_ELECTION_RETRY_PERIOD=4s, set by field manager helm")
+	})
+	if n := r.quiet(2 * time.Second); n != 0 {
+		t.Errorf("%d writes, want none", n)
+	}
+	if got := e.get(t); others(t, got) != others(t, installed) || !reflect.DeepEqual(electionEnv(got), []string{"CATTLE_ELECTION_RETRY_PERIOD=4s"}) {
+		t.Errorf("the Deployment changed: %v", electionEnv(got))
+	}
+}
+
+// TestMidRollout: while the Deployment is mid-rollout the write waits (an
+// Event says so); once the rollout is done it is made.
+func TestMidRollout(t *testing.T) {
+	e := newEnv(t)
+	e.deployCtl.hold(true)
+	framework.Eventually(t, "mid-rollout status", func() bool { ok, _ := rancherenv.Settled(e.get(t)); return !ok })
+	r := e.start(t)
+	e.set(t, retryName, "5s")
+	framework.Eventually(t, "deferred Event", func() bool {
+		return len(cp.Events(t, e.ns, "rancher", rancherenv.ReasonDeferred)) == 1
+	})
+	if n := r.quiet(2 * time.Second); n != 0 || len(electionEnv(e.get(t))) != 0 {
+		t.Fatalf("%d writes while mid-rollout, want none", n)
+	}
+	e.deployCtl.hold(false)
+	framework.Eventually(t, "written after the rollout", func() bool { return len(electionEnv(e.get(t))) == 3 })
+	framework.Eventually(t, "one rollout", func() bool { return e.deployCtl.count() == 1 })
+	if n := r.writes.total.Load(); n != 1 {
+		t.Errorf("%d writes, want 1", n)
+	}
+}
+
+// TestHelmUpgrade is what a helm upgrade of Rancher does to leasetune's
+// entries, with the real helm CLI: an upgrade that does not set the names
+// keeps them (helm 3's three-way merge leaves what neither manifest has)
+// and leasetune writes nothing; an upgrade whose extraEnv sets one of the
+// names merges into the existing entry by name (no duplicate), and
+// leasetune then leaves the Deployment alone and says so.
+func TestHelmUpgrade(t *testing.T) {
+	e := newEnv(t)
+	r := e.start(t)
+	e.set(t, retryName, "5s")
+	framework.Eventually(t, "the three entries", func() bool { return len(electionEnv(e.get(t))) == 3 })
+	r.quiet(time.Second)
+
+	helm(t, e.kc, e.ns, "upgrade", "rancher", chartDir(t), "--set", "replicas=3")
+	want := []string{"CATTLE_ELECTION_LEASE_DURATION=45s", "CATTLE_ELECTION_RENEW_DEADLINE=30s", "CATTLE_ELECTION_RETRY_PERIOD=5s"}
+	if got := electionEnv(e.get(t)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after a plain helm upgrade: %v, want %v", got, want)
+	}
+	if n := r.quiet(2 * time.Second); n != 0 {
+		t.Errorf("%d writes after a plain helm upgrade, want none", n)
+	}
+
+	helm(t, e.kc, e.ns, "upgrade", "rancher", chartDir(t), "--set-json", `extraEnv=[{"name":"CATTLE_ELECTION_RETRY_PERIOD","value":"7s"}]`)
+	got := electionEnv(e.get(t))
+	if !reflect.DeepEqual(got, []string{"CATTLE_ELECTION_LEASE_DURATION=45s", "CATTLE_ELECTION_RENEW_DEADLINE=30s", "CATTLE_ELECTION_RETRY_PERIOD=7s"}) {
+		t.Fatalf("after helm upgrade with extraEnv: %v", got)
+	}
+	framework.Eventually(t, "left-alone Event", func() bool {
+		for _, m := range cp.Events(t, e.ns, "rancher", rancherenv.ReasonLeftAlone) {
+			if strings.Contains(m, "CATTLE_ELECTION_RETRY_PERIOD=7s, set by field manager helm, not leasetune") {
+				return true
+			}
+		}
+		return false
+	})
+	if n := r.quiet(2 * time.Second); n != 0 {
+		t.Errorf("%d writes after helm took a name, want none", n)
+	}
+}
