@@ -1,12 +1,18 @@
 package rancherenv_test
 
 import (
+	"bytes"
+	"context"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/dynamic"
+
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
@@ -167,5 +173,53 @@ func TestHelmUpgrade(t *testing.T) {
 	})
 	if n := r.quiet(2 * time.Second); n != 0 {
 		t.Errorf("%d writes after helm took a name, want none", n)
+	}
+}
+
+// TestPlan: `plan` lists the Rancher Deployment's writes with the rollout
+// they cause, and the lock kube-system/cattle-controllers' cost now and
+// after (pkg/election's model, 3 replicas: a leader and 2 followers); for
+// Rancher 2.8.2 it says why nothing is written.
+func TestPlan(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	opts := plan.Options{Namespace: e.stateNS, FleetNamespace: cp.Namespace(t), RancherNamespace: e.ns, RancherDeployment: "rancher",
+		Set: []plan.Assignment{{Name: retryName, Value: "5s"}}}
+	r, err := plan.Compute(ctx, cp.Client, dyn, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields []string
+	for _, c := range r.Changes {
+		if c.Object != "Deployment "+e.ns+"/rancher" || c.Restarts != "a rollout of every Rancher replica (3)" {
+			t.Errorf("change %+v", c)
+		}
+		fields = append(fields, c.Field+"="+c.New)
+	}
+	want := []string{"container rancher env CATTLE_ELECTION_LEASE_DURATION=45s", "container rancher env CATTLE_ELECTION_RENEW_DEADLINE=30s", "container rancher env CATTLE_ELECTION_RETRY_PERIOD=5s"}
+	if !reflect.DeepEqual(fields, want) {
+		t.Errorf("changes %v, want %v", fields, want)
+	}
+	tot := r.Totals()
+	before := election.CostOf(election.WranglerDefaults, 2, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+	after := election.CostOf(election.Timings{LeaseDuration: 45 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 5 * time.Second}, 2, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+	if !tot.RancherRollout || tot.Rollouts != 1 || tot.RancherLockBefore != before || tot.RancherLockAfter != after || before != 5850 || after != 2340 {
+		t.Errorf("totals %+v, want a Rancher rollout and %v → %v requests/h", tot, before, after)
+	}
+	var out bytes.Buffer
+	r.Print(&out)
+	if !strings.Contains(out.String(), "Rancher's lock kube-system/cattle-controllers (3 replica(s)): 2340 requests per hour (now 5850); the change rolls every Rancher replica.") {
+		t.Errorf("plan output:\n%s", out.String())
+	}
+
+	old := newEnv(t, "--set", "rancherImageTag=v2.8.2")
+	opts.RancherNamespace = old.ns
+	r, err = plan.Compute(ctx, cp.Client, dyn, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Changes) != 0 || len(r.LeftAlone) != 1 || !strings.Contains(r.LeftAlone[0], "wrangler v1") {
+		t.Errorf("2.8.2: changes %v, left alone %v", r.Changes, r.LeftAlone)
 	}
 }
