@@ -48,10 +48,21 @@ func isRevert(u *unstructured.Unstructured, d Decision) bool {
 	return len(have) < len(rec)
 }
 
+// fingerprintKey is the key under which a slim cached copy carries its
+// fingerprint, among its annotations; it exists only in the cache, never
+// in a write (writes are merge patches built from scratch).
+const fingerprintKey = "leasetune.io/cache-fingerprint"
+
 // fingerprint hashes what of an object is not the project's business:
 // everything but spec.agentEnvVars, the project's annotations, status and
 // the server-kept metadata. A changed fingerprint is a change "otherwise".
+//
+// A slim cached copy (slim) carries the fingerprint of the whole object it
+// was made from, under fingerprintKey.
 func fingerprint(u *unstructured.Unstructured) string {
+	if fp, ok := u.GetAnnotations()[fingerprintKey]; ok {
+		return fp
+	}
 	c := u.DeepCopy()
 	unstructured.RemoveNestedField(c.Object, "spec", "agentEnvVars")
 	unstructured.RemoveNestedField(c.Object, "status")

@@ -43,8 +43,22 @@ func TestSlimKeepsWhatTheControllerReads(t *testing.T) {
 	if _, found, _ := unstructured.NestedFieldNoCopy(s.Object, "status", "conditions"); found {
 		t.Error("status kept")
 	}
-	if s.GetUID() != "u1" || s.GetResourceVersion() != "7" || s.GetLabels()["env"] != "prod" || provClusterName(s) != "c-m-abcd1234" || !hasRKEConfig(s) {
+	if s.GetUID() != "u1" || s.GetResourceVersion() != "7" || provClusterName(s) != "c-m-abcd1234" || !hasRKEConfig(s) ||
+		s.GetAnnotations()[RetryPeriodAnnotation] != "5s" || s.GetAnnotations()[RecordAnnotation] == "" {
 		t.Errorf("lost what is read: %v", s.Object)
+	}
+	if _, ok := s.GetLabels()["env"]; ok {
+		t.Error("a label the controller does not read kept")
+	}
+	// The fingerprint is the whole object's: the same from the slim copy,
+	// and another when a dropped label changes.
+	if fingerprint(s) != fingerprint(prov) {
+		t.Error("the slim copy's fingerprint differs from the whole object's")
+	}
+	relabelled := prov.DeepCopy()
+	relabelled.SetLabels(map[string]string{"env": "staging"})
+	if s2, _ := slim(relabelled); fingerprint(s2.(*unstructured.Unstructured)) == fingerprint(s) {
+		t.Error("a change of a dropped label does not change the fingerprint")
 	}
 	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
 		"metadata": map[string]interface{}{"name": "prod", "namespace": "fleet-default", "labels": map[string]interface{}{MgmtNameLabel: "c-m-abcd1234"}}}}
