@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/pkg/admission"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
@@ -130,7 +131,7 @@ func TestSettingsAPI(t *testing.T) {
 		t.Errorf("no rights: %d %v", code, body)
 	}
 	code, body = call(t, s, http.MethodGet, "/v3/settings", viewer, "")
-	if code != http.StatusOK || body["type"] != "collection" || len(body["data"].([]interface{})) != 6 {
+	if code != http.StatusOK || body["type"] != "collection" || len(body["data"].([]interface{})) != len(settings.Registry) {
 		t.Fatalf("list: %d %v", code, body)
 	}
 	code, body = call(t, s, http.MethodGet, "/v3/settings/"+retry, viewer, "")

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -119,7 +120,7 @@ func TestAtRestOnlyItsLease(t *testing.T) {
 	settingsRes := dyn.Resource(agentenv.ManagementClusterGVR.GroupVersion().WithResource("settings"))
 	framework.Eventually(t, "settings created", func() bool {
 		l, err := settingsRes.List(ctx, metav1.ListOptions{})
-		return err == nil && len(l.Items) == 6
+		return err == nil && len(l.Items) == len(settings.Registry)
 	})
 	if _, err := settingsRes.Patch(ctx, "fleet-leader-election-retry-period", types.MergePatchType, []byte(`{"value":"5s"}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
