@@ -47,6 +47,10 @@ var invalid = []struct{ name, setting, value, part string }{
 	{"renew below two retry periods", renew, "19s", "renewDeadline 19s must be at least 2 × retryPeriod 10s = 20s, so the leader gets a second renewal attempt. An order that works: set fleet-leader-election-retry-period to 9s, then this value"},
 	{"renew below its floor", renew, "1.5s", "No order of edits helps: renewDeadline 1.5s must be at least 2s (2 × the shortest retryPeriod, 1s)"},
 	{"lease below its floor", lease, "2s", "No order of edits helps: leaseDuration 2s must be at least 3s"},
+	// Rancher's own lock: the same rules, against its own triple (45s/30s/2s).
+	{"rancher: renew below two retry periods", "rancher-leader-election-retry-period", "20s", "renewDeadline 30s must be at least 2 × retryPeriod 20s = 40s"},
+	{"rancher: lease below renew", "rancher-leader-election-lease-duration", "30s", "leaseDuration 30s must exceed renewDeadline 30s"},
+	{"rancher: unparsable", "rancher-leader-election-renew-deadline", "30", `renewDeadline "30" is not a duration`},
 }
 
 func TestDirectWritesAreRefusedAtTheDoor(t *testing.T) {
