@@ -141,6 +141,11 @@ func (c *Controller) report(d *appsv1.Deployment, dec Decision) {
 		metrics.RancherLeftAlone.WithLabelValues(string(p)).Set(v)
 	}
 	key := string(dec.Problem) + " " + dec.Reason
+	if dec.Problem == ProblemNotReady {
+		// The reason carries replica counts that move during a rollout:
+		// one Event for the wait, not one per status update.
+		key = string(dec.Problem)
+	}
 	c.mu.Lock()
 	seen := c.said == key
 	c.said = key
