@@ -3,6 +3,7 @@ package agentenv
 import (
 	"context"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,14 +49,13 @@ func slim(obj interface{}) (interface{}, error) {
 	kept := map[string]string{fingerprintKey: fingerprint(u)}
 	for k, v := range u.GetAnnotations() {
 		if strings.HasPrefix(k, "leasetune.io/") || strings.HasPrefix(k, "election.cattle.io/") {
-			kept[k] = v
+			kept[interned.of(k)] = interned.of(v)
 		}
 	}
 	out.SetAnnotations(kept)
 	if env, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "agentEnvVars"); found {
-		// The decoded object is the transform's to keep: no copy.
 		_ = unstructured.SetNestedField(out.Object, map[string]interface{}{}, "spec")
-		out.Object["spec"].(map[string]interface{})["agentEnvVars"] = env
+		out.Object["spec"].(map[string]interface{})["agentEnvVars"] = internJSON(env)
 	}
 	if hasRKEConfig(u) {
 		_ = unstructured.SetNestedField(out.Object, map[string]interface{}{}, "spec", "rkeConfig")
@@ -64,6 +64,62 @@ func slim(obj interface{}) (interface{}, error) {
 		_ = unstructured.SetNestedField(out.Object, name, "status", "clusterName")
 	}
 	return out, nil
+}
+
+// internTable holds one copy of the short strings the slim objects repeat
+// across clusters (env names and values such as CATTLE_ELECTION_RETRY_PERIOD
+// and 10s, the keys "name" and "value", the ownership record): the JSON
+// decoder allocates each anew, for every object. It takes at most
+// internMax strings of at most internLen bytes and then stops growing, so
+// a value unique to each cluster costs no more than without it.
+type internTable struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const (
+	internMax = 4096
+	internLen = 256
+)
+
+var interned = &internTable{m: map[string]string{}}
+
+func (t *internTable) of(s string) string {
+	if len(s) > internLen {
+		return s
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.m[s]; ok {
+		return c
+	}
+	if len(t.m) < internMax {
+		t.m[s] = s
+	}
+	return s
+}
+
+// internJSON returns v (decoded JSON: maps, slices, strings, numbers,
+// bools) with its strings and map keys interned; maps and slices are
+// rebuilt, the rest kept.
+func internJSON(v interface{}) interface{} {
+	switch x := v.(type) {
+	case string:
+		return interned.of(x)
+	case []interface{}:
+		out := make([]interface{}, len(x))
+		for i, e := range x {
+			out[i] = internJSON(e)
+		}
+		return out
+	case map[string]interface{}:
+		out := make(map[string]interface{}, len(x))
+		for k, e := range x {
+			out[interned.of(k)] = internJSON(e)
+		}
+		return out
+	}
+	return v
 }
 
 // listPage is how many objects one page of an informer's initial list

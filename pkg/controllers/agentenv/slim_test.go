@@ -2,7 +2,9 @@ package agentenv
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -71,5 +73,33 @@ func TestSlimKeepsWhatTheControllerReads(t *testing.T) {
 	a, b := whole.Decide(election.FleetDefaults, fleet.ChannelClusterEnvV09), slimmed.Decide(election.FleetDefaults, fleet.ChannelClusterEnvV09)
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("decisions differ:\n%+v\n%+v", a, b)
+	}
+}
+
+// TestSlimInternsRepeatedStrings: two clusters' env entries share one copy
+// of each repeated name and value; a long value is not interned.
+func TestSlimInternsRepeatedStrings(t *testing.T) {
+	mk := func(name string) *unstructured.Unstructured {
+		// Fresh strings, as the JSON decoder makes them.
+		n, v := string([]byte("CATTLE_ELECTION_RETRY_PERIOD")), string([]byte("10s"))
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
+			"metadata": map[string]interface{}{"name": name, "namespace": "fleet-default"},
+			"spec":     map[string]interface{}{"agentEnvVars": []interface{}{map[string]interface{}{"name": n, "value": v}}},
+		}}
+	}
+	entry := func(u interface{}) map[string]interface{} {
+		l, _, _ := unstructured.NestedSlice(u.(*unstructured.Unstructured).Object, "spec", "agentEnvVars")
+		return l[0].(map[string]interface{})
+	}
+	a, _ := slim(mk("a"))
+	b, _ := slim(mk("b"))
+	na, nb := entry(a)["name"].(string), entry(b)["name"].(string)
+	if na != "CATTLE_ELECTION_RETRY_PERIOD" || unsafe.StringData(na) != unsafe.StringData(nb) {
+		t.Error("the env name is not shared")
+	}
+	long := strings.Repeat("x", internLen+1)
+	if got := interned.of(long); unsafe.StringData(got) != unsafe.StringData(long) {
+		t.Error("a long string was copied")
 	}
 }
