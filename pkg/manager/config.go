@@ -2,6 +2,7 @@ package manager
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -70,7 +71,9 @@ type Config struct {
 	// WebhookConfigName is the ValidatingWebhookConfiguration whose
 	// caBundle is kept current.
 	WebhookConfigName string
-	// CertCheckInterval is how often the webhook Secret is reread (default 30s).
+	// CertCheckInterval caps the backoff between failed looks at the
+	// webhook Secret and configuration (default 30s); at rest they are
+	// watched, not reread.
 	CertCheckInterval time.Duration
 	// ServiceAccount is the project's own user name, whose writes the
 	// webhook never refuses.
@@ -78,6 +81,20 @@ type Config struct {
 
 	// LookupEnv reads the settings' env overrides; os.LookupEnv when nil.
 	LookupEnv func(string) (string, bool)
+
+	// Listen opens the socket of each server (HealthAddr, MetricsAddr,
+	// WebhookAddr; network "tcp"); net.Listen when nil. Tests pass one that
+	// keeps the listeners, to close one and see /healthz report that server
+	// stopped.
+	Listen func(network, addr string) (net.Listener, error)
+}
+
+// listen opens addr with cfg.Listen, else net.Listen.
+func (cfg Config) listen(addr string) (net.Listener, error) {
+	if cfg.Listen != nil {
+		return cfg.Listen("tcp", addr)
+	}
+	return net.Listen("tcp", addr)
 }
 
 // DefaultTimings is the project's own lock triple when no

@@ -8,12 +8,27 @@ import (
 	"sync/atomic"
 )
 
-// health is what /healthz and /readyz answer from. A failure of a server
-// the process runs (the webhook's TLS server) makes /healthz fail, so the
-// kubelet restarts the pod; a condition that waits for something outside
-// (a missing CRD, a certificate not yet made) makes only /readyz fail,
-// with the reason, so the pod takes no traffic but is not restarted in a
-// loop.
+// What /healthz and /readyz name, each followed by ": " and the reason.
+const (
+	// healthWebhookServer: the HTTPS server of the admission webhook and
+	// the /v3/settings API stopped (/healthz fails).
+	healthWebhookServer = "webhook server"
+	// healthMetricsServer: the /metrics server stopped (/healthz fails).
+	healthMetricsServer = "metrics server"
+	// readyWebhookCert: no serving certificate yet, because the webhook
+	// Secret or configuration could not be read or written (/readyz fails).
+	readyWebhookCert = "webhook certificate"
+	// readySettingCRD: the Setting CRD is not served (/readyz fails).
+	readySettingCRD = "Setting CRD"
+)
+
+// health is what /healthz and /readyz answer from. A server of the process
+// that stopped (the webhook's TLS server, the metrics server) makes both
+// fail, /healthz with 500 so that the kubelet restarts the pod; something
+// awaited from outside (a missing CRD, a certificate not made yet) makes
+// only /readyz fail, with 503, so the pod takes no traffic but is not
+// restarted in a loop. Each failing answer lists one line "<what>: <why>"
+// per cause, sorted.
 type health struct {
 	ready    atomic.Bool // the components are running (or this replica follows)
 	mu       sync.Mutex
@@ -25,7 +40,8 @@ func newHealth() *health {
 	return &health{failed: map[string]string{}, notReady: map[string]string{}}
 }
 
-// fail records that a server the process runs has stopped.
+// fail records that a server the process runs has stopped, and why (the
+// error it stopped with). It is never cleared: the process must restart.
 func (h *health) fail(what, why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -52,6 +68,7 @@ func list(m map[string]string) string {
 	return strings.Join(out, "\n")
 }
 
+// healthz answers 200 "ok", or 500 with the servers that stopped.
 func (h *health) healthz(w http.ResponseWriter, _ *http.Request) {
 	h.mu.Lock()
 	msg := list(h.failed)
@@ -63,7 +80,10 @@ func (h *health) healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok"))
 }
 
-func (h *health) readyz(w http.ResponseWriter, r *http.Request) {
+// readyz answers 200 "ok", or 503 with the servers that stopped and what
+// is awaited, or "starting" before the components (on the leader) or the
+// elector (on a follower) run.
+func (h *health) readyz(w http.ResponseWriter, _ *http.Request) {
 	h.mu.Lock()
 	msg := list(h.failed)
 	if w2 := list(h.notReady); w2 != "" {

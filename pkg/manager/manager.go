@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/rancher/wrangler/v2/pkg/schemes"
 	corev1 "k8s.io/api/core/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -74,11 +74,14 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 	defer stopServers()
 
 	if cfg.InstallCRDs {
+		// A failure here (the apiserver down during a restart) is no reason
+		// to exit: the leader makes the CRD before its components start,
+		// retrying while /readyz says why (waitForSettingCRD).
 		created, err := crds.EnsureSetting(ctx, apiextclient.NewForConfigOrDie(rc))
-		if err != nil {
-			return err
-		}
-		if created {
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Error("install the Setting CRD; the leader tries again before it starts the controllers", "error", err)
+		case created:
 			log.Info("installed the Setting CRD (no Rancher here)")
 		}
 	}
@@ -244,13 +247,60 @@ func rancherDeployment(cfg Config) string {
 	return cfg.RancherDeployment
 }
 
-// runComponents runs the provider and the controllers until ctx ends.
+// errSettingCRDGone is the cause with which the components are stopped when
+// the Setting CRD is deleted under them.
+var errSettingCRDGone = errors.New("the Setting CRD settings.management.cattle.io was deleted")
+
+// runComponents runs the provider and the controllers until ctx ends (then
+// it returns nil) or they fail (their error). They need the Setting CRD:
+// until it is served they do not start (waitForSettingCRD), and when it is
+// deleted while they run (their Setting informer's list or watch answers
+// 404 and discovery no longer serves settings.management.cattle.io) they
+// are stopped, the replica is not ready and says why, and they start
+// afresh, restoring the Settings with the users' remembered values, once
+// it is back: with cfg.InstallCRDs leasetune makes it again itself. Their
+// informers would otherwise retry a list that cannot succeed, silently, and
+// the provider a create that 404s.
 func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, hs *health, log *slog.Logger, ix *agentenv.Index) error {
+	dc := discovery.NewDiscoveryClientForConfigOrDie(rc)
+	deleted := false
+	for {
+		if err := waitForSettingCRD(ctx, dc, rc, cfg, hs, log, deleted); err != nil {
+			return nil // stopping
+		}
+		if deleted {
+			log.Info("the Setting CRD is back; starting the controllers again")
+		}
+		cctx, stop := context.WithCancelCause(ctx)
+		err := runComponentsOnce(cctx, rc, cs, cfg, hs, log, ix, func() { stop(errSettingCRDGone) })
+		gone := errors.Is(context.Cause(cctx), errSettingCRDGone)
+		stop(nil)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !gone && (err == nil || served(dc, settingsGVR)) {
+			return err
+		}
+		// Gone, or a start-up step failed while it is not served.
+		hs.ready.Store(false)
+		deleted = true
+		if gone {
+			log.Warn("the Setting CRD settings.management.cattle.io was deleted; the controllers are stopped until it is back", "install-crds", cfg.InstallCRDs)
+		} else {
+			log.Warn("the controllers stopped while the Setting CRD settings.management.cattle.io is not served; they start again once it is", "install-crds", cfg.InstallCRDs, "error", err)
+		}
+	}
+}
+
+// settingsGVR is the resource of the Setting CRD.
+var settingsGVR = v3.SchemeGroupVersion.WithResource("settings")
+
+// runComponentsOnce runs the provider and the controllers until ctx ends;
+// it calls crdGone (which must end ctx) when the Setting informer finds
+// the Setting CRD no longer served.
+func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, hs *health, log *slog.Logger, ix *agentenv.Index, crdGone func()) error {
 	judge := judgeWith(ix)
 	ready := &hs.ready
-	if err := waitForSettingCRD(ctx, rc, cfg, hs, log); err != nil {
-		return nil // stopping
-	}
 	b := record.NewBroadcaster()
 	defer b.Shutdown()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
@@ -258,6 +308,18 @@ func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface
 
 	mf, err := management.NewFactoryFromConfig(rc)
 	if err != nil {
+		return err
+	}
+	// The Setting informer's list or watch answers 404 once the CRD is
+	// gone (the apiserver ends the watches of a deleted CRD's storage);
+	// discovery confirms it, so that no other 404 stops the components.
+	dc := discovery.NewDiscoveryClientForConfigOrDie(rc)
+	if err := mf.Management().V3().Setting().Informer().SetWatchErrorHandler(func(r *cache.Reflector, err error) {
+		cache.DefaultWatchErrorHandler(r, err)
+		if apierrors.IsNotFound(err) && !served(dc, settingsGVR) {
+			crdGone()
+		}
+	}); err != nil {
 		return err
 	}
 	provider := settings.NewProvider(settings.ProviderOptions{
@@ -329,7 +391,6 @@ func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface
 	ready.Store(true)
 
 	// agentenv needs the fleet Cluster kind; wait for Fleet's CRDs.
-	dc := discovery.NewDiscoveryClientForConfigOrDie(rc)
 	var rancher bool
 	err = wait.PollUntilContextCancel(ctx, 30*time.Second, true, func(context.Context) (bool, error) {
 		if !served(dc, agentenv.FleetClusterGVR) {
@@ -360,34 +421,63 @@ func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface
 	return ac.Run(ctx)
 }
 
-// waitForSettingCRD waits, not ready and saying why, until the Setting
-// CRD is served: without Rancher and with --install-crds=false there is
-// none, and a replica that exited for it would crash-loop. With
-// --install-crds it is made again if someone deleted it. It returns an
-// error only when ctx ends.
-func waitForSettingCRD(ctx context.Context, rc *rest.Config, cfg Config, hs *health, log *slog.Logger) error {
-	dc := discovery.NewDiscoveryClientForConfigOrDie(rc)
-	gvr := v3.SchemeGroupVersion.WithResource("settings")
+// settingCRDPoll is how often waitForSettingCRD looks for the Setting CRD.
+const settingCRDPoll = 10 * time.Second
+
+// waitForSettingCRD returns nil once the Setting CRD is served, or ctx's
+// error when ctx ends first. Until then the replica is not ready and
+// /readyz says why ("Setting CRD: ..."): with cfg.InstallCRDs it makes the
+// CRD, and tries again every settingCRDPoll when that fails; without, it
+// waits for someone to install it (Rancher, or a restart with
+// --install-crds), logging that once. deleted says the CRD was deleted
+// while the controllers ran (rather than never installed). A replica that
+// exited instead would crash-loop.
+func waitForSettingCRD(ctx context.Context, dc discovery.DiscoveryInterface, rc *rest.Config, cfg Config, hs *health, log *slog.Logger, deleted bool) error {
+	state := "is not installed"
+	if deleted {
+		state = "was deleted while the controllers ran; they are stopped until it is back"
+	}
 	said := false
-	defer hs.wait("setting-crd", "")
-	return wait.PollUntilContextCancel(ctx, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		if served(dc, gvr) {
-			return true, nil
+	defer hs.wait(readySettingCRD, "")
+	for {
+		if served(dc, settingsGVR) {
+			return nil
 		}
+		next := settingCRDPoll
+		var why string
 		if cfg.InstallCRDs {
-			if _, err := crds.EnsureSetting(ctx, apiextclient.NewForConfigOrDie(rc)); err != nil {
-				log.Error("install the Setting CRD", "error", err)
+			created, err := crds.EnsureSetting(ctx, apiextclient.NewForConfigOrDie(rc))
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case err != nil:
+				why = fmt.Sprintf("settings.management.cattle.io %s, and making it failed: %v; trying again in %s", state, err, next)
+				log.Error("install the Setting CRD", "error", err, "in", next.String())
+			default:
+				if created {
+					log.Info("installed the Setting CRD", "again", deleted)
+				}
+				next = time.Second // established; discovery follows in a moment
+				why = fmt.Sprintf("settings.management.cattle.io %s; made it, waiting for it to be served", state)
 			}
-			return false, nil
+		} else {
+			fix := "install Rancher"
+			if deleted {
+				fix = "restart Rancher (it makes its CRDs at its start) or kubectl apply -f pkg/crds/setting.yaml"
+			}
+			why = fmt.Sprintf("settings.management.cattle.io %s: %s, or run with --install-crds (chart value installCRDs=true); waiting for it", state, fix)
+			if !said {
+				log.Warn("waiting for the Setting CRD", "reason", why)
+				said = true
+			}
 		}
-		why := "the Setting CRD settings.management.cattle.io is not installed: install Rancher, or run with --install-crds (chart value installCRDs=true); waiting for it"
-		hs.wait("setting-crd", why)
-		if !said {
-			log.Warn("waiting for the Setting CRD", "reason", why)
-			said = true
+		hs.wait(readySettingCRD, why)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(next):
 		}
-		return false, nil
-	})
+	}
 }
 
 // startFactory starts a wrangler factory, but returns as soon as ctx ends:
@@ -420,14 +510,15 @@ func served(dc discovery.DiscoveryInterface, gvr schema.GroupVersionResource) bo
 }
 
 // serve starts the health and metrics servers; the returned function
-// stops them.
+// stops them. A server that stops by itself (its listener failed) is
+// logged and makes /healthz fail, naming it.
 func serve(cfg Config, hs *health, log *slog.Logger) (func(), error) {
 	var servers []*http.Server
-	start := func(addr string, h http.Handler) error {
+	start := func(what, addr string, h http.Handler) error {
 		if addr == "" {
 			return nil
 		}
-		ln, err := net.Listen("tcp", addr)
+		ln, err := cfg.listen(addr)
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", addr, err)
 		}
@@ -435,7 +526,8 @@ func serve(cfg Config, hs *health, log *slog.Logger) (func(), error) {
 		servers = append(servers, s)
 		go func() {
 			if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("server stopped", "addr", addr, "error", err)
+				log.Error(what+" stopped", "addr", addr, "error", err)
+				hs.fail(what, err.Error())
 			}
 		}()
 		return nil
@@ -452,10 +544,10 @@ func serve(cfg Config, hs *health, log *slog.Logger) (func(), error) {
 			cancel()
 		}
 	}
-	if err := start(cfg.HealthAddr, health); err != nil {
+	if err := start("health server", cfg.HealthAddr, health); err != nil {
 		return stop, err
 	}
-	if err := start(cfg.MetricsAddr, metricsMux); err != nil {
+	if err := start(healthMetricsServer, cfg.MetricsAddr, metricsMux); err != nil {
 		stop()
 		return stop, err
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -39,15 +38,28 @@ const WebhookSecretName = "leasetune-webhook-tls"
 // the webhook configuration gives the apiserver 10s to get an answer.
 const admissionReadTimeout = 5 * time.Second
 
-// certCheckInterval is how soon a failed look at the webhook Secret and
-// configuration is made again; otherwise they are watched (by name) and
-// looked at only when they change.
+// certCheckInterval is the longest wait between failed looks at the
+// webhook Secret and configuration (Config.CertCheckInterval replaces it);
+// otherwise they are watched (by name) and looked at only when they change.
 const certCheckInterval = 30 * time.Second
+
+// certFirstRetry is the wait after the first failed look; each further
+// failure doubles it, up to certCheckInterval.
+const certFirstRetry = time.Second
+
+// certAttemptTimeout bounds one look (read or create the Secret, patch the
+// caBundle), so that an apiserver that does not answer holds neither the
+// start nor the retries.
+const certAttemptTimeout = 15 * time.Second
 
 // serveTLS starts, on every replica, the HTTPS server of the admission
 // webhook and the /v3/settings API. It returns once the server listens, or
-// with an error; the server stops when ctx ends, and the returned wait
-// blocks until it has (so that a stopped process answers no more).
+// with an error when it cannot listen on cfg.WebhookAddr; the server stops
+// when ctx ends, and the returned wait blocks until it has (so that a
+// stopped process answers no more). A certificate that cannot be had (the
+// Secret or the webhook configuration unreadable) never makes it return an
+// error: it is retried with backoff while /readyz says why; a server that
+// stops by itself makes /healthz fail.
 func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, log *slog.Logger, judge AgentJudge, hs *health) (wait func(), err error) {
 	hosts := append([]string{
 		cfg.WebhookService + "." + cfg.Namespace + ".svc",
@@ -56,6 +68,8 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 	var current atomic.Pointer[tls.Certificate]
 	var currentCA []byte
 	refresh := func() error {
+		ctx, cancel := context.WithTimeout(ctx, certAttemptTimeout)
+		defer cancel()
 		cert, caPEM, err := admission.EnsureCerts(ctx, cs, cfg.Namespace, WebhookSecretName, hosts)
 		if err != nil {
 			return err
@@ -67,25 +81,33 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 			current.Store(&cert)
 			currentCA = caPEM
 		}
+		if cfg.WebhookConfigName == "" {
+			return nil // no webhook configuration to publish the caBundle in
+		}
 		if err := admission.PatchCABundle(ctx, cs, cfg.WebhookConfigName, caPEM); err != nil {
-			return fmt.Errorf("publish the webhook caBundle: %w", err)
+			return fmt.Errorf("publish the caBundle of ValidatingWebhookConfiguration %s: %w", cfg.WebhookConfigName, err)
 		}
 		return nil
 	}
-	// A first look that fails (the apiserver down during a restart) is
-	// retried below with backoff; until a certificate is there the replica
-	// is not ready, and the Fail-policy webhook waits rather than the pod
-	// crash-looping.
-	if err := refresh(); err != nil {
-		hs.wait("webhook-certificate", err.Error())
-		log.Error("webhook certificate; trying again", "error", err)
+	// notYet is what /readyz says until a look has succeeded (the
+	// certificate served and its caBundle published).
+	notYet := func(err error) string {
+		return fmt.Sprintf("not in place yet: %v; trying again with backoff", err)
+	}
+	// A first look that fails (the apiserver down or refusing during a
+	// restart) is retried below with backoff; until a certificate is there
+	// the replica is not ready, and the Fail-policy webhook waits rather
+	// than the pod crash-looping.
+	firstErr := refresh()
+	if firstErr != nil {
+		hs.wait(readyWebhookCert, notYet(firstErr))
 	}
 	// Watches, by name, of the Secret and the webhook configuration: a
 	// rotation (the Secret deleted and made anew) or a changed caBundle is
 	// followed when it happens, and at rest nothing is read.
-	retry := cfg.CertCheckInterval
-	if retry <= 0 {
-		retry = certCheckInterval
+	maxBackoff := cfg.CertCheckInterval
+	if maxBackoff <= 0 {
+		maxBackoff = certCheckInterval
 	}
 	kick := make(chan struct{}, 1)
 	poke := func(interface{}) {
@@ -110,9 +132,22 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 	}
 	go func() {
 		defer sf.Shutdown()
+		// backoff is the wait before the next attempt after a failed one:
+		// certFirstRetry, doubled after each failure up to maxBackoff, and
+		// back to certFirstRetry after a success.
+		backoff := certFirstRetry
 		var again <-chan time.Time
-		if current.Load() == nil {
-			again = time.After(time.Second) // the first look failed
+		inPlace := firstErr == nil
+		fail := func(err error) {
+			if !inPlace {
+				hs.wait(readyWebhookCert, notYet(err))
+			}
+			log.Error("webhook certificate; trying again", "error", err, "in", backoff.String())
+			again = time.After(backoff)
+			backoff = min(2*backoff, maxBackoff)
+		}
+		if firstErr != nil {
+			fail(firstErr)
 		}
 		for {
 			select {
@@ -125,13 +160,14 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 			err := refresh()
 			switch {
 			case err == nil:
-				hs.wait("webhook-certificate", "")
-			case ctx.Err() == nil:
-				if current.Load() == nil {
-					hs.wait("webhook-certificate", err.Error())
+				if !inPlace {
+					log.Info("webhook certificate in place; ready")
+					inPlace = true
+					hs.wait(readyWebhookCert, "")
 				}
-				log.Error("webhook certificate check; trying again", "error", err, "in", retry.String())
-				again = time.After(retry)
+				backoff = certFirstRetry
+			case ctx.Err() == nil:
+				fail(err)
 			}
 		}
 	}()
@@ -187,7 +223,7 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 	}
 	(&admission.Webhook{Source: source, Channel: channel, JudgeAgentTriple: judge, EnvSet: envSet, ServiceAccount: cfg.ServiceAccount, Log: log}).Register(mux)
 	(&settingsapi.Server{Base: rc, Log: log}).Register(mux)
-	ln, err := net.Listen("tcp", cfg.WebhookAddr)
+	ln, err := cfg.listen(cfg.WebhookAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.WebhookAddr, err)
 	}
@@ -201,8 +237,8 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 			}}}
 	go func() {
 		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("webhook server stopped", "error", err)
-			hs.fail("webhook server", err.Error())
+			log.Error("webhook server stopped", "addr", ln.Addr().String(), "error", err)
+			hs.fail(healthWebhookServer, err.Error())
 		}
 	}()
 	stopped := make(chan struct{})
