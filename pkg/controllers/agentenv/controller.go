@@ -156,11 +156,21 @@ func New(opts Options) *Controller {
 			c.watchRancherDeployment()
 		}
 	}
+	// Only the agent triple decides a cluster's env: a change of the Fleet
+	// controllers' or Rancher's triple re-syncs no cluster.
+	lastAgent, lastOK := opts.Triples.Effective(settings.FleetAgent)
 	opts.Triples.OnChange(func() {
+		t, ok := opts.Triples.Effective(settings.FleetAgent)
 		c.mu.Lock()
-		c.changeAt = time.Now()
+		same := ok == lastOK && t == lastAgent
+		lastAgent, lastOK = t, ok
+		if !same {
+			c.changeAt = time.Now()
+		}
 		c.mu.Unlock()
-		c.EnqueueAll()
+		if !same {
+			c.EnqueueAll()
+		}
 	})
 	opts.Channels.OnChannelChange(c.EnqueueAll)
 	return c

@@ -215,7 +215,9 @@ func planThenApply(t *testing.T, e env, ns string, obs *observer, kv []string, c
 		t.Errorf("plan wrote something")
 	}
 	for _, tr := range p.Triples {
-		want := map[string]string{"fleet-controller": ctrl.String(), "fleet-agent": agent.String()}[tr.Component]
+		// Rancher's triple is not changed by these cases: its default.
+		want := map[string]string{"fleet-controller": ctrl.String(), "fleet-agent": agent.String(),
+			"rancher": "leaseDuration=45s renewDeadline=30s retryPeriod=2s"}[tr.Component]
 		if tr.InEffect != want || tr.Refused != "" {
 			t.Errorf("plan --set triple %s: %q (refused %q), want %q", tr.Component, tr.InEffect, tr.Refused, want)
 		}
