@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,8 +14,10 @@ import (
 
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/pkg/uiapi"
 )
 
 // kubeFlags are the flags every command that talks to a cluster shares.
@@ -72,6 +75,7 @@ func newControllerCommand() *cobra.Command {
 		logFormat, logLevel string
 		noLeaderElection    bool
 		serviceAccount      string
+		uiUpstream          string
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -113,6 +117,9 @@ it exits 0.`,
 				return err
 			}
 			cfg.QPS, cfg.Burst = kf.qps, kf.burst
+			if cfg.UI.API, err = newUIAPI(rc, cfg, uiUpstream); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			log.Info("starting", "namespace", cfg.Namespace, "fleetNamespace", cfg.FleetNamespace,
@@ -147,6 +154,11 @@ it exits 0.`,
 	f.StringSliceVar(&cfg.WebhookHosts, "webhook-host", nil, "more DNS names or IPs for the serving certificate (repeatable)")
 	f.StringVar(&cfg.WebhookConfigName, "webhook-config", "leasetune", "the ValidatingWebhookConfiguration whose caBundle leasetune keeps current")
 	f.StringVar(&serviceAccount, "service-account", "leasetune", "leasetune's own service account (in --namespace), whose writes the webhook never refuses")
+	f.StringVar(&cfg.UI.Addr, "ui-addr", "", "plain-HTTP address serving the Rancher UI extension's bundle at /uiplugin/leasetune/<version>/, where Rancher fetches it (empty: off; the chart sets :8082)")
+	f.BoolVar(&cfg.UI.Plugin, "ui-plugin", true, "with --ui-addr, keep the UIPlugin cattle-ui-plugin-system/leasetune pointing at it while the UIPlugin CRD exists (a Rancher installation)")
+	f.StringVar(&cfg.UI.Endpoint, "ui-endpoint", "", "the base URL Rancher reaches --ui-addr at (default http://<--ui-service>.<--namespace>.svc)")
+	f.StringVar(&cfg.UI.Service, "ui-service", "leasetune-ui", "the Service in front of --ui-addr, for the default --ui-endpoint")
+	f.StringVar(&uiUpstream, "ui-api-upstream", "", "where the UI page's API uses a token that comes through Rancher's proxy (X-Leasetune-Token): a Rancher token, so Rancher's local-cluster API, e.g. http://rancher.cattle-system.svc/k8s/clusters/local (empty: the kube-apiserver)")
 	f.StringVar(&logFormat, "log-format", "json", "json or text")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
@@ -162,4 +174,23 @@ func parseRancherVersion(s string) (rancher.Version, error) {
 		return v, &usageError{fmt.Errorf("--rancher-version %q: want auto or a release version such as v2.11.3", s)}
 	}
 	return v, nil
+}
+
+// newUIAPI is the Rancher UI page's API (pkg/uiapi) for `controller`: it
+// acts with each caller's token against rc's kube-apiserver, or, for a
+// token that came through Rancher's proxy, against upstream (a URL; empty:
+// rc's). Env-sourced settings are read-only as the webhook treats them.
+func newUIAPI(rc *rest.Config, cfg manager.Config, upstream string) (*uiapi.Server, error) {
+	s := &uiapi.Server{Base: rc, Plan: plan.Options{
+		Namespace: cfg.Namespace, FleetNamespace: cfg.FleetNamespace, RancherNamespace: cfg.RancherNamespace,
+		ChannelOverride: cfg.ChannelOverride, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
+	}, EnvSet: func(d settings.Definition) bool { _, ok := os.LookupEnv(d.EnvVar()); return ok }}
+	if upstream != "" {
+		u, err := url.Parse(upstream)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, &usageError{fmt.Errorf("--ui-api-upstream %q: want an http or https URL such as http://rancher.cattle-system.svc/k8s/clusters/local", upstream)}
+		}
+		s.Upstream = &rest.Config{Host: upstream}
+	}
+	return s, nil
 }

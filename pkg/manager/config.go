@@ -82,6 +82,10 @@ type Config struct {
 	// LookupEnv reads the settings' env overrides; os.LookupEnv when nil.
 	LookupEnv func(string) (string, bool)
 
+	// UI configures the Rancher UI extension: its bundle server, its
+	// UIPlugin and the page's API (ui.go).
+	UI UIConfig
+
 	// Listen opens the socket of each server (HealthAddr, MetricsAddr,
 	// WebhookAddr; network "tcp"); net.Listen when nil. Tests pass one that
 	// keeps the listeners, to close one and see /healthz report that server

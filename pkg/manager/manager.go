@@ -72,6 +72,11 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 		return err
 	}
 	defer stopServers()
+	stopUI, err := serveUI(cfg, hs, log) // the Rancher UI bundle, on every replica
+	if err != nil {
+		return err
+	}
+	defer stopUI()
 
 	if cfg.InstallCRDs {
 		// A failure here (the apiserver down during a restart) is no reason
@@ -389,6 +394,7 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 		}
 	}
 	ready.Store(true)
+	runUIPlugin(ctx, rc, cfg, log) // the UIPlugin, while its CRD exists (Rancher)
 
 	// agentenv needs the fleet Cluster kind; wait for Fleet's CRDs.
 	var rancher bool

@@ -223,6 +223,9 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 	}
 	(&admission.Webhook{Source: source, Channel: channel, JudgeAgentTriple: judge, EnvSet: envSet, ServiceAccount: cfg.ServiceAccount, Log: log}).Register(mux)
 	(&settingsapi.Server{Base: rc, Log: log}).Register(mux)
+	if cfg.UI.API != nil {
+		cfg.UI.API.Register(mux) // the Rancher UI page's data (pkg/uiapi)
+	}
 	ln, err := cfg.listen(cfg.WebhookAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.WebhookAddr, err)

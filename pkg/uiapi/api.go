@@ -1,0 +1,436 @@
+// Package uiapi serves the data of the Rancher UI extension's "Leader
+// election" page that Rancher's own Setting API does not have, under
+// /leasetune/v1 on the HTTPS port beside /v3/settings:
+//
+//   - GET  /leasetune/v1/overview: each component's three settings with
+//     their default, the value in effect and its source (default, user,
+//     env), which are read-only and why, the triple in effect, a pending
+//     or refused one, and the Fleet agent channel;
+//   - POST /leasetune/v1/plan: for a proposed triple of one component, the
+//     order in which to write its three settings so that every step is
+//     accepted (settings.CheckChange, as the webhook and /v3/settings
+//     check it) and what that change would write and restart (pkg/plan,
+//     `leasetune plan --set`);
+//   - GET  /leasetune/v1/tradeoff: lock requests per hour of the
+//     installation and worst-case failover against the retry period
+//     (pkg/election's cost model), the triple in effect on that curve, and
+//     pkg/recommend's triple for a failover target;
+//   - GET  /leasetune/v1/clusters: the downstream clusters whose agents run
+//     something other than the global agent triple (override annotations,
+//     the effective triple, clusters left alone with the reason from
+//     leasetune.io/agent-env-status), routed as the agentenv controller
+//     routes them.
+//
+// Like pkg/settingsapi it acts with the caller's own bearer token, never
+// with leasetune's credentials, so Kubernetes RBAC decides what a user may
+// see: no token is 401, a read the user may not make is 403 (or, for the
+// parts of the overview that are only context, a note saying what could
+// not be read). The token comes in the Authorization header, or in
+// X-Leasetune-Token when the request came through a proxy that consumes
+// Authorization itself (Rancher's, inside Rancher's UI): that token is then
+// used against Upstream. Answers are JSON; errors have Rancher's error
+// shape (type "error", status, code, message, fieldName).
+package uiapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rancher/norman/httperror"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/plan"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+// Prefix is the path the API serves.
+const Prefix = "/leasetune/v1"
+
+// TokenHeader carries the caller's token where Authorization cannot.
+const TokenHeader = "X-Leasetune-Token"
+
+// Server is the page's API.
+type Server struct {
+	// Base locates the kube-apiserver (host and CA); its credentials are
+	// never used: each request carries the caller's token.
+	Base *rest.Config
+	// Upstream, when set, is where a token from TokenHeader is used
+	// instead of Base (e.g. Rancher's http://rancher.cattle-system.svc/k8s/clusters/local,
+	// which takes Rancher tokens and acts as the Rancher user on the local
+	// cluster). Its credentials are never used either.
+	Upstream *rest.Config
+	// Plan names the namespaces and the Rancher Deployment as the
+	// controller's flags do (Set is ignored).
+	Plan plan.Options
+	// EnvSet reports whether a setting's env var is set on leasetune's pod
+	// (such a setting is read-only); nil: only the objects' source counts.
+	EnvSet func(settings.Definition) bool
+	// Log receives structured logs.
+	Log *slog.Logger
+}
+
+// Register adds the API's handlers to mux.
+func (s *Server) Register(mux *http.ServeMux) {
+	mux.HandleFunc(Prefix+"/", s.handle)
+}
+
+// readTimeout bounds the reads one request makes.
+const readTimeout = 20 * time.Second
+
+// clients are a request's API clients, acting with the caller's token.
+type clients struct {
+	cs  kubernetes.Interface
+	dyn dynamic.Interface
+}
+
+func (s *Server) clientsFor(r *http.Request) (*clients, error) {
+	base, token := s.Base, ""
+	if t := strings.TrimSpace(r.Header.Get(TokenHeader)); t != "" {
+		token = strings.TrimPrefix(t, "Bearer ")
+		if s.Upstream != nil {
+			base = s.Upstream
+		}
+	} else if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+		token = strings.TrimSpace(h[len("Bearer "):])
+	}
+	if token == "" {
+		return nil, httperror.NewAPIError(httperror.Unauthorized, "a bearer token is required (Authorization: Bearer <token>, or "+TokenHeader+")")
+	}
+	cfg := rest.AnonymousClientConfig(base)
+	cfg.BearerToken = token
+	cfg.UserAgent = "leasetune-ui-api"
+	cfg.QPS, cfg.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{cs: cs, dyn: dyn}, nil
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	c, err := s.clientsFor(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	route := strings.TrimPrefix(r.URL.Path, Prefix)
+	var out interface{}
+	switch {
+	case route == "/overview" && r.Method == http.MethodGet:
+		out, err = s.overview(ctx, c)
+	case route == "/plan" && r.Method == http.MethodPost:
+		var req PlanRequest
+		if err = decodeBody(r.Body, &req); err == nil {
+			out, err = s.plan(ctx, c, req)
+		}
+	case route == "/tradeoff" && r.Method == http.MethodGet:
+		out, err = s.tradeoff(ctx, c, r.URL.Query().Get("component"), r.URL.Query().Get("maxFailover"))
+	case route == "/clusters" && r.Method == http.MethodGet:
+		out, err = s.clusters(ctx, c)
+	case route == "/overview" || route == "/plan" || route == "/tradeoff" || route == "/clusters":
+		err = httperror.NewAPIError(httperror.MethodNotAllowed, r.Method+" is not supported on "+r.URL.Path)
+	default:
+		err = httperror.NewAPIError(httperror.NotFound, r.URL.Path+" is not part of the API (overview, plan, tradeoff, clusters)")
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// Triple is a timing triple as strings (durations in Go's syntax).
+type Triple struct {
+	LeaseDuration string `json:"leaseDuration"`
+	RenewDeadline string `json:"renewDeadline"`
+	RetryPeriod   string `json:"retryPeriod"`
+}
+
+func tripleOf(t election.Timings) *Triple {
+	f := election.FormatDuration
+	return &Triple{LeaseDuration: f(t.LeaseDuration), RenewDeadline: f(t.RenewDeadline), RetryPeriod: f(t.RetryPeriod)}
+}
+
+// get returns the value of field f.
+func (t Triple) get(f election.Field) string {
+	switch f {
+	case election.LeaseDuration:
+		return t.LeaseDuration
+	case election.RenewDeadline:
+		return t.RenewDeadline
+	}
+	return t.RetryPeriod
+}
+
+// Source names where a value comes from, as the page shows it.
+type Source string
+
+const (
+	// SourceDefault: the setting's default (its value is empty).
+	SourceDefault Source = "default"
+	// SourceUser: a value a user set (the Setting's value, or leasetune's
+	// record of it while the object is missing).
+	SourceUser Source = "user"
+	// SourceEnv: the env var on leasetune's pod; the setting is read-only.
+	SourceEnv Source = "env"
+	// SourceOverride: a cluster's override annotation (clusters only).
+	SourceOverride Source = "override"
+)
+
+func sourceOf(o settings.Origin) Source {
+	switch o {
+	case settings.OriginEnv:
+		return SourceEnv
+	case settings.OriginDefault:
+		return SourceDefault
+	}
+	return SourceUser
+}
+
+// SettingView is one setting as the page shows it.
+type SettingView struct {
+	Name        string `json:"name"`
+	Field       string `json:"field"`
+	Description string `json:"description"`
+	Default     string `json:"default"`
+	// Value is the Setting object's value ("" means the default); Exists
+	// is false when there is no object (leasetune recreates it).
+	Value  string `json:"value"`
+	Exists bool   `json:"exists"`
+	// Resolved is the value that counts (the env var, the object's value,
+	// the remembered value, else the default), and Source where it is from.
+	Resolved string `json:"resolved"`
+	Source   Source `json:"source"`
+	// Remembered is true when Resolved is leasetune's record of a user's
+	// value because the object is missing.
+	Remembered bool `json:"remembered,omitempty"`
+	// ReadOnly is true when an env var sets the setting; ReadOnlyReason
+	// says which and where to change it.
+	ReadOnly       bool   `json:"readOnly"`
+	ReadOnlyReason string `json:"readOnlyReason,omitempty"`
+	EnvVar         string `json:"envVar"`
+}
+
+// ComponentView is one component's triple.
+type ComponentView struct {
+	Component string `json:"component"`
+	// Title names the component for a person; Restarts says what a change
+	// restarts.
+	Title    string         `json:"title"`
+	Restarts string         `json:"restarts"`
+	Settings [3]SettingView `json:"settings"`
+	// InEffect is the triple leasetune holds in effect (nil: none yet);
+	// InEffectFrom says whether that is leasetune's record ("record") or
+	// computed from the settings alone ("settings", when the record cannot
+	// be read with the caller's rights).
+	InEffect     *Triple `json:"inEffect"`
+	InEffectFrom string  `json:"inEffectFrom"`
+	// Pending is a valid triple that waits for the settle time (nil: none).
+	Pending *Triple `json:"pending"`
+	// Refused is why the settings as they are do not take effect ("": they do).
+	Refused string `json:"refused,omitempty"`
+}
+
+// Overview is GET /overview.
+type Overview struct {
+	Components []ComponentView `json:"components"`
+	// Channel is the Fleet agent channel and Explain what it means ("" when unknown).
+	Channel        string `json:"channel"`
+	ChannelExplain string `json:"channelExplain,omitempty"`
+	// Notes say what could not be read with the caller's rights, and what
+	// the page shows instead.
+	Notes []string `json:"notes"`
+}
+
+// Titles are the components' names for a person.
+var Titles = map[settings.Component]string{
+	settings.FleetController: "Fleet controllers",
+	settings.FleetAgent:      "Fleet agents",
+	settings.Rancher:         "Rancher server",
+}
+
+// readSettings reads the nine Settings by name (get rights on them suffice)
+// and leasetune's state ConfigMap; a state that cannot be read is a note.
+func (s *Server) readSettings(ctx context.Context, c *clients) ([]v3.Setting, map[string]string, []string, error) {
+	var objs []v3.Setting
+	res := c.dyn.Resource(v3.SchemeGroupVersion.WithResource("settings"))
+	for _, d := range settings.Registry {
+		u, err := res.Get(ctx, d.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("read setting %s: %w", d.Name, err)
+		}
+		var o v3.Setting
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o); err != nil {
+			return nil, nil, nil, fmt.Errorf("setting %s: %w", d.Name, err)
+		}
+		objs = append(objs, o)
+	}
+	var notes []string
+	var state map[string]string
+	cm, err := c.cs.CoreV1().ConfigMaps(s.Plan.Namespace).Get(ctx, settings.DefaultStateName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		state = cm.Data
+	case apierrors.IsNotFound(err):
+	default:
+		notes = append(notes, fmt.Sprintf("leasetune's record (ConfigMap %s/%s) could not be read with your rights (%v): the triples in effect are computed from the settings alone",
+			s.Plan.Namespace, settings.DefaultStateName, reason(err)))
+		state = nil
+	}
+	return objs, state, notes, nil
+}
+
+func (s *Server) overview(ctx context.Context, c *clients) (*Overview, error) {
+	objs, state, notes, err := s.readSettings(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	snap, _ := settings.Snapshot(objs, state)
+	byName := map[string]*v3.Setting{}
+	for i := range objs {
+		byName[objs[i].Name] = &objs[i]
+	}
+	out := &Overview{Notes: notes}
+	if out.Notes == nil {
+		out.Notes = []string{}
+	}
+	from := "record"
+	if state == nil {
+		from = "settings"
+	}
+	for _, comp := range settings.Components {
+		st := snap[comp]
+		cv := ComponentView{Component: string(comp), Title: Titles[comp], Restarts: comp.Restarts(), InEffectFrom: from}
+		for i, d := range settings.Of(comp) {
+			obj := byName[d.Name]
+			sv := SettingView{Name: d.Name, Field: string(d.Field), Description: d.Description, Default: d.Default,
+				EnvVar: d.EnvVar(), Exists: obj != nil, Resolved: st.Inputs[i].Value, Source: sourceOf(st.Inputs[i].Origin),
+				Remembered: st.Inputs[i].Origin == settings.OriginRemembered}
+			if obj != nil {
+				sv.Value = obj.Value
+			}
+			if (obj != nil && obj.Source == v3.SourceEnv) || (s.EnvSet != nil && s.EnvSet(d)) {
+				sv.ReadOnly, sv.Source = true, SourceEnv
+				sv.ReadOnlyReason = fmt.Sprintf("set by the env var %s on leasetune's pod (chart value settingsEnv): change or remove it there", d.EnvVar())
+			}
+			cv.Settings[i] = sv
+		}
+		if st.HasEffective {
+			cv.InEffect = tripleOf(st.Effective)
+		}
+		if st.Pending != nil {
+			cv.Pending = tripleOf(*st.Pending)
+		}
+		if st.Refused != nil {
+			cv.Refused = st.Refused.Error()
+		}
+		out.Components = append(out.Components, cv)
+	}
+	ch, _, note := s.channel(ctx, c)
+	out.Channel = string(ch)
+	if ch != "" {
+		out.ChannelExplain = ch.Explain()
+	}
+	if note != "" {
+		out.Notes = append(out.Notes, note)
+	}
+	return out, nil
+}
+
+// channel is the Fleet agent channel as plan reads it: the flag, else the
+// fleet-controller Deployment's evidence (fleet.DetectChannel) with
+// leasetune's record; note says what could not be read.
+func (s *Server) channel(ctx context.Context, c *clients) (fleet.AgentChannel, *appsv1.DeploymentList, string) {
+	if s.Plan.ChannelOverride != "" {
+		return s.Plan.ChannelOverride, nil, ""
+	}
+	var recorded fleet.AgentChannel
+	if cm, err := c.cs.CoreV1().ConfigMaps(s.Plan.Namespace).Get(ctx, fleetsettings.ChannelConfigMapName, metav1.GetOptions{}); err == nil {
+		recorded, _ = fleet.ParseChannel(cm.Data["channel"])
+	}
+	deps, err := c.cs.AppsV1().Deployments(s.Plan.FleetNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return recorded, nil, fmt.Sprintf("the Fleet Deployments in %s could not be read with your rights (%v)", s.Plan.FleetNamespace, reason(err))
+	}
+	ch := recorded
+	for i := range deps.Items {
+		if d := &deps.Items[i]; d.Name == fleet.ControllerDeployment {
+			ch = fleet.DetectChannel(d, fleetsettings.FieldManager, recorded).Channel
+		}
+	}
+	return ch, deps, ""
+}
+
+// reason is the API server's message of err, without the wrapping.
+func reason(err error) string {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return se.Status().Message
+	}
+	return err.Error()
+}
+
+func decodeBody(body io.Reader, v interface{}) error {
+	dec := json.NewDecoder(io.LimitReader(body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return httperror.NewAPIError(httperror.InvalidBodyContent, "the body must be one JSON object: "+err.Error())
+	}
+	if dec.More() {
+		return httperror.NewAPIError(httperror.InvalidBodyContent, "the body must be one JSON object, with nothing after it")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v interface{}) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers in Rancher's error shape, as pkg/settingsapi does;
+// errors of the kube-apiserver keep their status (401, 403, ...).
+func writeError(w http.ResponseWriter, err error) {
+	var ae *httperror.APIError
+	if !errors.As(err, &ae) {
+		var se apierrors.APIStatus
+		if errors.As(err, &se) && se.Status().Code != 0 {
+			st := se.Status()
+			ae = &httperror.APIError{Code: httperror.ErrorCode{Code: string(st.Reason), Status: int(st.Code)}, Message: err.Error()}
+		} else {
+			ae = &httperror.APIError{Code: httperror.ServerError, Message: err.Error()}
+		}
+	}
+	body := map[string]interface{}{"type": "error", "baseType": "error", "status": ae.Code.Status, "code": ae.Code.Code, "message": ae.Message}
+	if ae.FieldName != "" {
+		body["fieldName"] = ae.FieldName
+	}
+	writeJSON(w, ae.Code.Status, body)
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The Rancher UI extension (ui/), for the Makefile:
+#   scripts/ui.sh deps     npm ci in ui/, unless ui/node_modules already holds
+#                          exactly ui/package-lock.json (a stamp of its hash)
+#   scripts/ui.sh ci       npm ci in ui/ (always)
+#   scripts/ui.sh build    the extension into pkg/uiplugin/bundle (embedded in
+#                          the binary and committed)
+#   scripts/ui.sh verify   build into a temporary folder and fail when
+#                          pkg/uiplugin/bundle differs (stale or hand-edited)
+#   scripts/ui.sh test     the jest tests (golden cases and components)
+# Needs Node 20+ and npm. No binary is downloaded: Cypress's and Puppeteer's
+# browser downloads are switched off (the browser test uses Debian's chromium).
+set -euo pipefail
+cd "$(dirname "$0")/../ui"
+export CYPRESS_INSTALL_BINARY=0 PUPPETEER_SKIP_DOWNLOAD=1 PUPPETEER_SKIP_CHROMIUM_DOWNLOAD=1
+export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
+
+need_node() {
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "ui: node and npm are needed (Node 20 or later; Debian: apt-get install nodejs npm)" >&2
+    exit 1
+  fi
+  local major
+  major="$(node -p 'process.versions.node.split(".")[0]')"
+  if [ "$major" -lt 20 ]; then
+    echo "ui: Node $(node --version) is too old: @rancher/shell 3.0.8 needs Node 20 or later" >&2
+    exit 1
+  fi
+}
+
+stamp=node_modules/.leasetune-lock-sha256
+lock_sum() { sha256sum package-lock.json | cut -d' ' -f1; }
+
+ci() {
+  need_node
+  echo "ui: npm ci (about 2 minutes on 2 cores) ..."
+  local start=$SECONDS
+  npm ci --no-audit --no-fund --loglevel=error
+  lock_sum > "$stamp"
+  echo "ui: npm ci done in $((SECONDS - start))s"
+}
+
+deps() {
+  need_node
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(lock_sum)" ]; then
+    return 0
+  fi
+  ci
+}
+
+case "${1:-}" in
+  deps) deps ;;
+  ci) ci ;;
+  build)
+    deps
+    node build/bundle.js ../pkg/uiplugin/bundle
+    ;;
+  verify)
+    deps
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    node build/bundle.js "$tmp/bundle" >/dev/null
+    if ! diff -r "$tmp/bundle" ../pkg/uiplugin/bundle; then
+      echo "ui: pkg/uiplugin/bundle is not what ui/ builds to: run make ui and commit pkg/uiplugin/bundle" >&2
+      exit 1
+    fi
+    echo "ui: pkg/uiplugin/bundle is current"
+    ;;
+  test)
+    deps
+    npx --no-install jest --ci
+    ;;
+  *)
+    echo "usage: scripts/ui.sh deps|ci|build|verify|test" >&2
+    exit 2
+    ;;
+esac

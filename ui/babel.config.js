@@ -1,0 +1,4 @@
+// Babel for the jest tests only (the extension build uses
+// pkg/leasetune/babel.config.js, @rancher/shell's): today's syntax for the
+// Node that runs them.
+module.exports = { presets: [['@babel/preset-env', { targets: { node: 'current' } }]] };
