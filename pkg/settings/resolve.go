@@ -112,18 +112,21 @@ func Remember(in Input) (string, bool) {
 	return in.Object.Value, true
 }
 
-// Fields is the part of a Setting the provider writes. Value is written
-// only when the env var sets it, or to restore a user's value.
-type Fields struct {
-	Value      string
-	Default    string
-	Customized bool
-	Source     string
-}
-
 // Desired computes the fields the Setting object of d should have, given
-// the input. For an existing object it returns only the fields that
-// differ, as a JSON merge patch body (nil when nothing differs); for a
+// the input, as Rancher's settings provider stores them (rancher/rancher
+// v2.11.3 pkg/controllers/dashboardapi/settings/settings.go, SetAll):
+// default is the declared default; with the env var set, source is "env"
+// and value the env value; without, source is empty; customized is always
+// false, because Rancher's provider never sets it (its /v3 API computes
+// customized and the "db"/"default" sources on every read, pkg/api/norman/
+// store/setting/store.go, as pkg/settingsapi does; its dashboard computes
+// its own from value and default). Beyond Rancher, a missing object is
+// created with the user's remembered value and a removed env var brings
+// that value back.
+//
+// For an existing object it returns only the fields that differ, as a
+// JSON merge patch body (nil when nothing differs): customized true (as an
+// earlier leasetune stored it for a set value) is put back to false. For a
 // missing object, the whole object to create (Rancher's SetIfUnset
 // semantics: the env value, else the remembered user value, else empty).
 func Desired(d Definition, in Input) (create *v3.Setting, patch map[string]interface{}) {
@@ -136,7 +139,6 @@ func Desired(d Definition, in Input) (create *v3.Setting, patch map[string]inter
 		case in.RememberedSet:
 			s.Value = in.Remembered
 		}
-		s.Customized = customized(s.Value, d.Default)
 		return s, nil
 	}
 	o := in.Object
@@ -162,14 +164,11 @@ func Desired(d Definition, in Input) (create *v3.Setting, patch map[string]inter
 	if o.Default != d.Default {
 		patch["default"] = d.Default
 	}
-	if c := customized(value, d.Default); c != o.Customized {
-		patch["customized"] = c
+	if o.Customized {
+		patch["customized"] = false
 	}
 	if len(patch) == 0 {
 		return nil, nil
 	}
 	return nil, patch
 }
-
-// customized is Rancher's notion: a value is set and differs from the default.
-func customized(value, def string) bool { return value != "" && value != def }

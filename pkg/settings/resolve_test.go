@@ -86,24 +86,28 @@ func TestDesired(t *testing.T) {
 		wantCreate *v3.Setting
 		wantPatch  patch
 	}{
-		"in place: nothing to do":                  {in: Input{Object: obj("5s", "10s", "", true)}},
-		"default only":                             {in: Input{Object: obj("", "10s", "", false)}},
-		"stale default":                            {in: Input{Object: obj("5s", "9s", "", true)}, wantPatch: patch{"default": "10s"}},
-		"customized wrong":                         {in: Input{Object: obj("5s", "10s", "", false)}, wantPatch: patch{"customized": true}},
-		"value equal to default is not customized": {in: Input{Object: obj("10s", "10s", "", true)}, wantPatch: patch{"customized": false}},
-		"env sets value and source": {in: Input{Object: obj("5s", "10s", "", true), Env: "4s", EnvSet: true},
+		// Stored as Rancher's provider stores them: customized false, source
+		// "env" or empty (see Desired).
+		"in place: nothing to do": {in: Input{Object: obj("5s", "10s", "", false)}},
+		"default only":            {in: Input{Object: obj("", "10s", "", false)}},
+		"stale default":           {in: Input{Object: obj("5s", "9s", "", false)}, wantPatch: patch{"default": "10s"}},
+		"customized stored true (an earlier leasetune): false": {in: Input{Object: obj("5s", "10s", "", true)}, wantPatch: patch{"customized": false}},
+		"env sets value and source": {in: Input{Object: obj("5s", "10s", "", false), Env: "4s", EnvSet: true},
 			wantPatch: patch{"source": "env", "value": "4s"}},
-		"env already applied": {in: Input{Object: obj("4s", "10s", "env", true), Env: "4s", EnvSet: true}},
-		"user edits env-sourced value: reverted": {in: Input{Object: obj("3s", "10s", "env", true), Env: "4s", EnvSet: true},
+		"empty env: source env, value empty": {in: Input{Object: obj("5s", "10s", "", false), EnvSet: true},
+			wantPatch: patch{"source": "env", "value": ""}},
+		"env already applied": {in: Input{Object: obj("4s", "10s", "env", false), Env: "4s", EnvSet: true}},
+		"user edits env-sourced value: reverted": {in: Input{Object: obj("3s", "10s", "env", false), Env: "4s", EnvSet: true},
 			wantPatch: patch{"value": "4s"}},
-		"env removed: user value back": {in: Input{Object: obj("4s", "10s", "env", true), Remembered: "5s", RememberedSet: true},
+		"env removed: user value back": {in: Input{Object: obj("4s", "10s", "env", false), Remembered: "5s", RememberedSet: true},
 			wantPatch: patch{"source": "", "value": "5s"}},
-		"env removed, nothing remembered": {in: Input{Object: obj("4s", "10s", "env", true)}, wantPatch: patch{"source": ""}},
+		"env removed, nothing remembered": {in: Input{Object: obj("4s", "10s", "env", false)}, wantPatch: patch{"source": ""}},
 		"missing: create empty":           {in: Input{}, wantCreate: obj("", "10s", "", false)},
 		"missing: restore remembered": {in: Input{Remembered: "5s", RememberedSet: true},
-			wantCreate: obj("5s", "10s", "", true)},
+			wantCreate: obj("5s", "10s", "", false)},
 		"missing: create from env": {in: Input{Env: "4s", EnvSet: true, Remembered: "5s", RememberedSet: true},
-			wantCreate: obj("4s", "10s", "env", true)},
+			wantCreate: obj("4s", "10s", "env", false)},
+		"missing: create from an empty env": {in: Input{EnvSet: true}, wantCreate: obj("", "10s", "env", false)},
 	}
 	for name, c := range cases {
 		create, p := Desired(retryDef, c.in)
