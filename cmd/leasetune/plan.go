@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/pkg/rancher"
+	"leasetune.io/leasetune/pkg/uiplugin"
 )
 
 // planFlags are the flags plan and cleanup share with controller.
@@ -142,15 +144,25 @@ keep their values: see the listing.`,
 					return &exitError{code: exitInvalid}
 				}
 			}
+			// The Rancher UI extension's UIPlugin (pkg/uiplugin), when it is leasetune's.
+			ui, err := uiplugin.Find(ctx, dyn, uiplugin.Name)
+			if err != nil {
+				return err
+			}
 			if !yes {
 				c.Print(out, false)
+				printUIPlugin(out, ui, false)
 				fmt.Fprintln(out, "\nNothing was removed: run again with --yes to remove the above.")
 				return nil
 			}
 			if err := c.Apply(ctx, cs, dyn, pf.opts); err != nil {
 				return err
 			}
+			if err := uiplugin.Remove(ctx, dyn, ui, uiplugin.Name); err != nil {
+				return err
+			}
 			c.Print(out, true)
+			printUIPlugin(out, ui, true)
 			return nil
 		},
 	}
@@ -172,4 +184,18 @@ func leaseHeld(ctx context.Context, cs kubernetes.Interface, ns string) (string,
 	}
 	expires := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
 	return *l.Spec.HolderIdentity, time.Now().Before(expires)
+}
+
+// printUIPlugin says what cleanup does with the UIPlugin it found (nil:
+// none there, or no Rancher): Rancher then drops the extension from its UI.
+func printUIPlugin(w io.Writer, f *uiplugin.Found, done bool) {
+	switch {
+	case f == nil:
+	case !f.Ours:
+		fmt.Fprintf(w, "left alone: %s is not leasetune's (no label %s=%s)\n", f.Ref, uiplugin.ManagedByLabel, uiplugin.ManagedByValue)
+	case done:
+		fmt.Fprintf(w, "%s: was deleted (Rancher's UI no longer loads the Leader election page)\n", f.Ref)
+	default:
+		fmt.Fprintf(w, "%s: would be deleted (Rancher's UI then no longer loads the Leader election page)\n", f.Ref)
+	}
 }

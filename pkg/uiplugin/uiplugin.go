@@ -31,6 +31,9 @@ const (
 	// pkg/controllers/dashboard/plugin/controller.go; the UI's
 	// UI_PLUGIN_NAMESPACE in shell/config/uiplugins.js).
 	Namespace = "cattle-ui-plugin-system"
+	// Name is the UIPlugin's name (the extension's package name, which
+	// Embedded's manifest also says).
+	Name = "leasetune"
 	// FieldManager is the field manager of the UIPlugin's owned fields.
 	FieldManager = "leasetune-uiplugin"
 	// ManagedByLabel marks the UIPlugin as leasetune's: cleanup deletes
