@@ -16,5 +16,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(lockHolderEnv) != "" {
+		// A child process of TestRancherLockBeforeAfter: it talks to its
+		// parent's control plane, and wrangler's RunOrDie exits the
+		// process, which would leave a control plane of its own behind.
+		os.Exit(m.Run())
+	}
 	os.Exit(framework.MainWithAuditLog(m, &cp, &auditLog, framework.Options{RepoCRDs: []string{framework.SettingCRD}}))
 }
