@@ -1,0 +1,429 @@
+package uiplugin_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/plan"
+	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/pkg/uiapi"
+	"leasetune.io/leasetune/pkg/uiplugin"
+	"leasetune.io/leasetune/tests/integration/framework"
+)
+
+var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
+
+func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(cp.Config) }
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	framework.Eventually(t, what, cond)
+}
+
+// consistently fails t when cond stops holding within d.
+func consistently(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if !cond() {
+			t.Fatalf("%s: stopped holding", what)
+		}
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// installUIPluginCRD installs Rancher's UIPlugin CRD (testdata, from
+// rancher/rancher v2.11.3) if it is not there and waits until it is
+// served.
+func installUIPluginCRD(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile("testdata/catalog.cattle.io_uiplugins.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextv1.CustomResourceDefinition
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for crd.Name == "" { // the file starts with a comment and an empty document
+		if err := dec.Decode(&crd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
+	if _, err := c.Create(context.Background(), &crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	eventually(t, "the UIPlugin kind served", func() bool {
+		_, err := dyn().Resource(uiplugin.UIPluginGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
+		return err == nil
+	})
+}
+
+// removeUIPluginCRD deletes the UIPlugin CRD and waits until the kind is
+// no longer served.
+func removeUIPluginCRD(t *testing.T) {
+	t.Helper()
+	c := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
+	if err := c.Delete(context.Background(), uiplugin.CRDName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	eventually(t, "the UIPlugin CRD gone", func() bool {
+		_, err := c.Get(context.Background(), uiplugin.CRDName, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+}
+
+// ensureNamespace creates a namespace with a fixed name (Rancher's
+// cattle-ui-plugin-system) when missing.
+func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
+	_, err := cp.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// getUIPlugin reads leasetune's UIPlugin (nil when absent).
+func getUIPlugin(t *testing.T) *unstructured.Unstructured {
+	t.Helper()
+	u, err := dyn().Resource(uiplugin.UIPluginGVR).Namespace(uiplugin.Namespace).Get(context.Background(), "leasetune", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func deleteUIPlugin(t *testing.T) {
+	t.Helper()
+	err := dyn().Resource(uiplugin.UIPluginGVR).Namespace(uiplugin.Namespace).Delete(context.Background(), "leasetune", metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) && !isKindMissing(err) {
+		t.Fatal(err)
+	}
+}
+
+func isKindMissing(err error) bool {
+	return apierrors.IsNotFound(err) || strings.Contains(err.Error(), "the server could not find the requested resource")
+}
+
+// server is a manager running in this process as the only replica, with
+// the webhook and the page's API on addr (HTTPS) and the bundle on uiAddr.
+type server struct {
+	ns, addr, uiAddr, fleetNS string
+	cancel                    context.CancelFunc
+	done                      chan error
+}
+
+type serverOptions struct {
+	channel fleet.AgentChannel
+	env     map[string]string
+}
+
+// startServer runs the manager as leasetune's service account (with
+// system:masters, as the admission tests do: RBAC is checked on its own in
+// TestChartRBACForUIPlugin), the chart's webhook configuration pointed at
+// it, the UI bundle served and the UIPlugin kept, endpoint
+// http://<uiAddr>.
+func startServer(t *testing.T, o serverOptions) *server {
+	t.Helper()
+	resetSettings(t)
+	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), addr: freeAddr(t), uiAddr: freeAddr(t), done: make(chan error, 1)}
+	installWebhookConfig(t, s)
+	sa := rest.CopyConfig(cp.Config)
+	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + s.ns + ":leasetune", Groups: []string{"system:masters"}}
+	lookup := func(k string) (string, bool) { v, ok := o.env[k]; return v, ok }
+	cfg := manager.Config{
+		Namespace: s.ns, FleetNamespace: s.fleetNS, RancherNamespace: cp.Namespace(t), ChannelOverride: o.channel,
+		QPS: 100, Burst: 200, Workers: 1, Settle: time.Second,
+		WebhookAddr: s.addr, WebhookService: "leasetune-webhook", WebhookHosts: []string{"127.0.0.1"}, CertCheckInterval: time.Second,
+		WebhookConfigName: "leasetune", ServiceAccount: "system:serviceaccount:" + s.ns + ":leasetune",
+		LookupEnv: lookup,
+	}
+	cfg.UI = manager.UIConfig{Addr: s.uiAddr, Plugin: true, Endpoint: "http://" + s.uiAddr,
+		API: &uiapi.Server{Base: cp.Config, Plan: plan.Options{Namespace: s.ns, FleetNamespace: s.fleetNS, RancherNamespace: cfg.RancherNamespace, ChannelOverride: o.channel},
+			EnvSet: func(d settings.Definition) bool { _, ok := lookup(d.EnvVar()); return ok }}}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() {
+		s.done <- manager.Run(ctx, sa, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	}()
+	t.Cleanup(s.stop)
+	eventually(t, "settings created", func() bool {
+		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(l.Items) >= len(settings.Registry)
+	})
+	eventually(t, "webhook answers", func() bool {
+		resp, err := insecure().Get("https://" + s.addr + "/v3/settings")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	eventually(t, "caBundle published", func() bool {
+		v, err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), "leasetune", metav1.GetOptions{})
+		return err == nil && len(v.Webhooks[0].ClientConfig.CABundle) > 0
+	})
+	return s
+}
+
+func (s *server) stop() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+		s.cancel = nil
+	}
+}
+
+func insecure() *http.Client {
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 30 * time.Second}
+}
+
+// helm returns the path of the helm binary scripts/helm.sh builds.
+func helm(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("bash", filepath.Join(root, "scripts/helm.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/helm.sh: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}
+
+// render returns the chart's documents rendered with the given values.
+func render(t *testing.T, set ...string) [][]byte {
+	t.Helper()
+	args := []string{"template", "leasetune", filepath.Join(root, "charts/leasetune"), "--kube-version", "1.30.0"}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(helm(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, &stderr)
+	}
+	var docs [][]byte
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	for {
+		d, err := r.Read()
+		if err == io.EOF {
+			return docs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bytes.TrimSpace(d)) > 0 {
+			docs = append(docs, d)
+		}
+	}
+}
+
+// installWebhookConfig installs the chart's ValidatingWebhookConfiguration,
+// pointed at s by URL.
+func installWebhookConfig(t *testing.T, s *server) {
+	t.Helper()
+	for _, doc := range render(t, "namespaceOverride="+s.ns) {
+		if !bytes.Contains(doc, []byte("kind: ValidatingWebhookConfiguration")) {
+			continue
+		}
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := utilyaml.Unmarshal(doc, &vwc); err != nil {
+			t.Fatal(err)
+		}
+		for i := range vwc.Webhooks {
+			u := "https://" + s.addr + *vwc.Webhooks[i].ClientConfig.Service.Path
+			vwc.Webhooks[i].ClientConfig.Service, vwc.Webhooks[i].ClientConfig.URL = nil, &u
+		}
+		vwcs := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+		_ = vwcs.Delete(context.Background(), vwc.Name, metav1.DeleteOptions{})
+		if _, err := vwcs.Create(context.Background(), &vwc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = vwcs.Delete(context.Background(), vwc.Name, metav1.DeleteOptions{}) })
+		return
+	}
+	t.Fatal("no ValidatingWebhookConfiguration in the chart")
+}
+
+// resetSettings deletes every Setting object (with no webhook installed).
+func resetSettings(t *testing.T) {
+	t.Helper()
+	_ = cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), "leasetune", metav1.DeleteOptions{})
+	l, _ := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
+	for _, it := range l.Items {
+		_ = dyn().Resource(settingsGVR).Delete(context.Background(), it.GetName(), metav1.DeleteOptions{})
+	}
+	eventually(t, "settings gone", func() bool {
+		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0
+	})
+}
+
+// settingValue reads a Setting's value.
+func settingValue(t *testing.T, name string) string {
+	t.Helper()
+	u, err := dyn().Resource(settingsGVR).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, _ := unstructured.NestedString(u.Object, "value")
+	return v
+}
+
+// token returns a bearer token of a new service account bound to a
+// ClusterRole with rules (none: no binding).
+func token(t *testing.T, ns, name string, rules ...rbacv1.PolicyRule) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cp.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) > 0 {
+		role := ns + "-" + name
+		if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cp.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
+			_ = cp.Client.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
+		})
+	}
+	tr, err := cp.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// adminRules are what an administrator of leasetune's settings has: every
+// read the page makes, and patch on the nine settings.
+var adminRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{"management.cattle.io"}, Resources: []string{"settings"}, Verbs: []string{"get", "list", "patch"}},
+	{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}},
+	{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list"}},
+	{APIGroups: []string{"fleet.cattle.io", "provisioning.cattle.io", "management.cattle.io"}, Resources: []string{"clusters"}, Verbs: []string{"get", "list"}},
+}
+
+// call makes a request of s's HTTPS API and decodes the JSON answer.
+func call(t *testing.T, s *server, method, path, tok string, body interface{}) (int, map[string]interface{}) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, "https://"+s.addr+path, r)
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := insecure().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]interface{}
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// rancherCache fetches an extension as Rancher's extension cache does
+// (rancher/rancher v2.11.3 pkg/controllers/dashboard/plugin/fscache.go,
+// SyncWithControllersCache and its helpers): <endpoint>/plugin/package.json,
+// whose version must equal the UIPlugin's; <endpoint>/files.txt, split on
+// newlines, each entry refused when it starts with /, \ or . or contains ..
+// (fileNameRegex); then each listed file at <endpoint>/<file>, with Go's
+// default HTTP client (plain http.Get). It returns the files by path.
+func rancherCache(endpoint, version string) (map[string][]byte, error) {
+	get := func(u string) ([]byte, error) {
+		resp, err := http.Get(u)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+		}
+		return io.ReadAll(resp.Body)
+	}
+	raw, err := get(endpoint + "/" + "plugin/package.json")
+	if err != nil {
+		return nil, err
+	}
+	var pkg struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(raw, &pkg); err != nil {
+		return nil, fmt.Errorf("package.json: %w", err)
+	}
+	if strings.TrimPrefix(pkg.Version, "v") != strings.TrimPrefix(version, "v") {
+		return nil, fmt.Errorf("plugin version [%s] does not match version in controller's cache [%s]", pkg.Version, version)
+	}
+	list, err := get(endpoint + "/files.txt")
+	if err != nil {
+		return nil, err
+	}
+	bad := regexp.MustCompile(`(^[/\\.])|\.\.`)
+	files := map[string][]byte{}
+	for _, f := range strings.Split(string(list), "\n") {
+		if f == "" {
+			continue
+		}
+		name, err := url.QueryUnescape(f)
+		if err != nil || bad.MatchString(name) {
+			return nil, fmt.Errorf("invalid file entry: %s", f)
+		}
+		data, err := get(endpoint + "/" + f)
+		if err != nil {
+			return nil, err
+		}
+		files[f] = data
+	}
+	return files, nil
+}
