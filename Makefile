@@ -13,7 +13,7 @@ INTEGRATION_PKGS := ./tests/integration/...
 UNIT_PKGS := $(shell $(GO) list ./... | grep -v /tests/integration/)
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 3m
 
-.PHONY: all build run test test-unit test-integration controlplane lint chart-lint generate verify-generated fmt fuzz bench clean
+.PHONY: all build run test test-unit test-integration controlplane lint chart-lint generate verify-generated fmt fuzz bench clean ui verify-ui test-ui
 
 all: lint build test
 
@@ -33,7 +33,7 @@ run: build ## run leasetune: against $$KUBECONFIG when set, else against a local
 controlplane: ## build kube-apiserver and etcd into .cache/controlplane (idempotent)
 	scripts/controlplane.sh
 
-test: test-unit test-integration ## unit tests (fuzz seed corpora included) and integration tests
+test: test-unit test-ui test-integration ## unit tests (fuzz seed corpora included), the UI's jest tests and integration tests (the browser test among them)
 
 # -race: the controllers share caches and state between goroutines.
 # Each step says what it runs, then how long it took: compiling client-go
@@ -49,6 +49,22 @@ test-integration:
 	  echo "test-integration: go test -race -p 1 $(INTEGRATION_PKGS): one package at a time, each with its own kube-apiserver and etcd, each printed as it ends ..."; start=$$SECONDS; \
 	  if KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 -p 1 -timeout 30m $(INTEGRATION_PKGS); then echo "test-integration: passed in $$((SECONDS - start))s"; \
 	  else echo "test-integration: failed after $$((SECONDS - start))s"; exit 1; fi
+
+# The Rancher UI extension (ui/, scripts/ui.sh): npm ci, then the extension
+# build into pkg/uiplugin/bundle, which the binary embeds and git holds (so
+# `go build` needs no Node). verify-ui rebuilds it from source and fails when
+# the committed copy differs; the build is reproducible, so it only differs
+# when the sources changed without `make ui`.
+ui: ## npm ci in ui/ and build the UI extension into pkg/uiplugin/bundle (commit it)
+	scripts/ui.sh ci && scripts/ui.sh build
+
+verify-ui: ## fail if pkg/uiplugin/bundle is not what ui/ builds to
+	scripts/ui.sh verify
+
+test-ui: ## the UI's jest tests: the golden validation cases and the page's components
+	@echo "test-ui: jest (golden cases from go run ./hack/golden, the page's components) ..."; start=$$SECONDS; \
+	  if scripts/ui.sh test; then echo "test-ui: passed in $$((SECONDS - start))s"; \
+	  else echo "test-ui: failed after $$((SECONDS - start))s"; exit 1; fi
 
 generate: ## regenerate deepcopy and wrangler clients (pkg/apis, pkg/generated)
 	scripts/generate.sh
@@ -67,7 +83,7 @@ chart-lint: ## helm lint and helm template of charts/leasetune (helm built from 
 	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) >/dev/null && \
 	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^kind: PodDisruptionBudget'
 
-lint: verify-generated chart-lint ## gofmt, go vet, go.mod tidiness, generated code current, chart
+lint: verify-generated verify-ui chart-lint ## gofmt, go vet, go.mod tidiness, generated code current, the embedded UI bundle current, chart
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@tmp="$$(mktemp -d)"; cp go.mod go.sum "$$tmp"/; $(GO) mod tidy; \

@@ -312,6 +312,7 @@ func (s *Server) overview(ctx context.Context, c *clients) (*Overview, error) {
 		return nil, err
 	}
 	snap, _ := settings.Snapshot(objs, state)
+	record := lastInEffect(state)
 	byName := map[string]*v3.Setting{}
 	for i := range objs {
 		byName[objs[i].Name] = &objs[i]
@@ -341,8 +342,8 @@ func (s *Server) overview(ctx context.Context, c *clients) (*Overview, error) {
 			}
 			cv.Settings[i] = sv
 		}
-		if st.HasEffective {
-			cv.InEffect = tripleOf(st.Effective)
+		if t, ok := inEffect(snap, record, comp); ok {
+			cv.InEffect = tripleOf(t)
 		}
 		if st.Pending != nil {
 			cv.Pending = tripleOf(*st.Pending)
@@ -361,6 +362,42 @@ func (s *Server) overview(ctx context.Context, c *clients) (*Overview, error) {
 		out.Notes = append(out.Notes, note)
 	}
 	return out, nil
+}
+
+// inEffect is the triple in effect for c: the settings' when they hold no
+// pending change, else leasetune's record (what the controllers run until
+// the settle time is up).
+func inEffect(snap map[settings.Component]settings.ComponentStatus, record map[settings.Component]election.Timings, c settings.Component) (election.Timings, bool) {
+	st := snap[c]
+	if st.Pending != nil {
+		t, ok := record[c]
+		return t, ok
+	}
+	return st.Effective, st.HasEffective
+}
+
+// lastInEffect returns the triples leasetune's record holds in effect (the
+// state ConfigMap's data), by component. settings.Snapshot gives a
+// component's recorded triple as its Effective when the settings
+// themselves do not parse; settings that never parse are passed for that.
+func lastInEffect(state map[string]string) map[settings.Component]election.Timings {
+	out := map[settings.Component]election.Timings{}
+	if state == nil {
+		return out
+	}
+	var unparsable []v3.Setting
+	for _, d := range settings.Registry {
+		s := v3.Setting{Value: "(none)"}
+		s.Name = d.Name
+		unparsable = append(unparsable, s)
+	}
+	snap, _ := settings.Snapshot(unparsable, state)
+	for c, st := range snap {
+		if st.HasEffective {
+			out[c] = st.Effective
+		}
+	}
+	return out
 }
 
 // channel is the Fleet agent channel as plan reads it: the flag, else the

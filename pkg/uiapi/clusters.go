@@ -68,7 +68,8 @@ func (s *Server) clusters(ctx context.Context, c *clients) (*Clusters, error) {
 		return nil, err
 	}
 	snap, _ := settings.Snapshot(objs, state)
-	agent := snap[settings.FleetAgent]
+	global, ok := inEffect(snap, lastInEffect(state), settings.FleetAgent)
+	agent := settings.ComponentStatus{Effective: global, HasEffective: ok}
 	out := &Clusters{Notes: append([]string{}, notes...), Clusters: []ClusterView{}}
 	if agent.HasEffective {
 		out.Global = tripleOf(agent.Effective)

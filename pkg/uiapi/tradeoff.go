@@ -107,10 +107,10 @@ func (s *Server) tradeoff(ctx context.Context, c *clients, component, maxFailove
 	locks := s.locks(ctx, c, comp)
 	out := &Tradeoff{Component: string(comp), Locks: locks, Behaviour: behaviour.String(), MaxFailover: election.FormatDuration(target)}
 	top := 60 * time.Second
-	if st := snap[comp]; st.HasEffective {
-		p := pointOf(st.Effective, locks)
+	if cur, ok := inEffect(snap, lastInEffect(state), comp); ok {
+		p := pointOf(cur, locks)
 		out.Current = &p
-		if r := 2 * st.Effective.RetryPeriod; r > top {
+		if r := 2 * cur.RetryPeriod; r > top {
 			top = r
 		}
 	}

@@ -8,6 +8,12 @@
 // extension's Plugin (shell/core/extension-manager-impl.js loadAsync).
 import { routes } from './routes';
 
+// For hosts other than Rancher's UI (an installation without Rancher, the
+// browser test's stand-in shell): the backend that talks to leasetune's
+// own server, to provide to the page as `leasetuneBackend`. Rancher's
+// loader uses only the default export.
+export { directBackend } from './api/backend';
+
 export default function(plugin) {
   plugin.metadata = require('./package.json');
   // A page in an existing product needs no product of its own: a virtual
