@@ -3,6 +3,7 @@ package agentenv
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -41,7 +42,19 @@ const MgmtNameLabel = "management.cattle.io/cluster-name"
 // agentEnvVars returns spec.agentEnvVars as raw items (so that fields of
 // entries the project does not own survive exactly), or an error when the
 // field is not a list of objects.
+//
+// A slim cached copy holds the list as JSON text (slim); it is decoded
+// here, numbers as json.Number so that they are written back as they were.
 func agentEnvVars(u *unstructured.Unstructured) ([]map[string]interface{}, error) {
+	if text, found, _ := unstructured.NestedString(u.Object, "spec", compactEnvKey); found {
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.UseNumber()
+		var list []interface{}
+		if err := dec.Decode(&list); err != nil {
+			return nil, fmt.Errorf("spec.agentEnvVars: %w", err)
+		}
+		return envItemsOf(list)
+	}
 	raw, found, err := unstructured.NestedFieldNoCopy(u.Object, "spec", "agentEnvVars")
 	if err != nil || !found || raw == nil {
 		return nil, err
@@ -50,6 +63,11 @@ func agentEnvVars(u *unstructured.Unstructured) ([]map[string]interface{}, error
 	if !ok {
 		return nil, fmt.Errorf("spec.agentEnvVars is not a list")
 	}
+	return envItemsOf(list)
+}
+
+// envItemsOf checks that every item of an agentEnvVars list is an object.
+func envItemsOf(list []interface{}) ([]map[string]interface{}, error) {
 	out := make([]map[string]interface{}, 0, len(list))
 	for i, it := range list {
 		m, ok := it.(map[string]interface{})

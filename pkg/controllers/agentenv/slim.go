@@ -2,6 +2,7 @@ package agentenv
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 
@@ -53,9 +54,15 @@ func slim(obj interface{}) (interface{}, error) {
 		}
 	}
 	out.SetAnnotations(kept)
-	if env, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "agentEnvVars"); found {
-		_ = unstructured.SetNestedField(out.Object, map[string]interface{}{}, "spec")
-		out.Object["spec"].(map[string]interface{})["agentEnvVars"] = internJSON(env)
+	if env, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "agentEnvVars"); found && env != nil {
+		// Kept as its JSON text (agentEnvVars decodes it when read): the
+		// list as decoded maps was most of the cache, about 400 bytes an
+		// entry, and clusters with the same env share one copy of the text.
+		if b, err := json.Marshal(env); err == nil {
+			_ = unstructured.SetNestedField(out.Object, interned.of(string(b)), "spec", compactEnvKey)
+		} else {
+			_ = unstructured.SetNestedField(out.Object, internJSON(env), "spec", "agentEnvVars")
+		}
 	}
 	if hasRKEConfig(u) {
 		_ = unstructured.SetNestedField(out.Object, map[string]interface{}{}, "spec", "rkeConfig")
@@ -66,12 +73,12 @@ func slim(obj interface{}) (interface{}, error) {
 	return out, nil
 }
 
-// internTable holds one copy of the short strings the slim objects repeat
-// across clusters (env names and values such as CATTLE_ELECTION_RETRY_PERIOD
-// and 10s, the keys "name" and "value", the ownership record): the JSON
-// decoder allocates each anew, for every object. It takes at most
-// internMax strings of at most internLen bytes and then stops growing, so
-// a value unique to each cluster costs no more than without it.
+// internTable holds one copy of the strings the slim objects repeat across
+// clusters (the agent env as JSON text, the ownership record, override
+// values): the JSON decoder allocates each anew, for every object. It
+// takes at most internMax strings of at most internLen bytes (16 MiB at
+// most) and then stops growing, so a value unique to each cluster costs no
+// more than without it.
 type internTable struct {
 	mu sync.Mutex
 	m  map[string]string
@@ -79,8 +86,12 @@ type internTable struct {
 
 const (
 	internMax = 4096
-	internLen = 256
+	internLen = 4096
 )
+
+// compactEnvKey is the field of a slim object's spec that holds
+// spec.agentEnvVars as JSON text; it exists only in the cache.
+const compactEnvKey = "leasetune.io/agentEnvVars-json"
 
 var interned = &internTable{m: map[string]string{}}
 

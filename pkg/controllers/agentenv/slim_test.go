@@ -1,6 +1,7 @@
 package agentenv
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -76,8 +77,9 @@ func TestSlimKeepsWhatTheControllerReads(t *testing.T) {
 	}
 }
 
-// TestSlimInternsRepeatedStrings: two clusters' env entries share one copy
-// of each repeated name and value; a long value is not interned.
+// TestSlimInternsRepeatedStrings: two clusters with the same env share one
+// copy of it (kept as JSON text), which reads back as the same entries; a
+// string longer than internLen is not interned.
 func TestSlimInternsRepeatedStrings(t *testing.T) {
 	mk := func(name string) *unstructured.Unstructured {
 		// Fresh strings, as the JSON decoder makes them.
@@ -85,18 +87,30 @@ func TestSlimInternsRepeatedStrings(t *testing.T) {
 		return &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
 			"metadata": map[string]interface{}{"name": name, "namespace": "fleet-default"},
-			"spec":     map[string]interface{}{"agentEnvVars": []interface{}{map[string]interface{}{"name": n, "value": v}}},
+			"spec": map[string]interface{}{"agentEnvVars": []interface{}{map[string]interface{}{"name": n, "value": v},
+				map[string]interface{}{"name": "X", "valueFrom": map[string]interface{}{"resourceFieldRef": map[string]interface{}{"divisor": int64(1), "resource": "limits.memory"}}}}},
 		}}
 	}
-	entry := func(u interface{}) map[string]interface{} {
-		l, _, _ := unstructured.NestedSlice(u.(*unstructured.Unstructured).Object, "spec", "agentEnvVars")
-		return l[0].(map[string]interface{})
+	text := func(u interface{}) string {
+		s, _, _ := unstructured.NestedString(u.(*unstructured.Unstructured).Object, "spec", compactEnvKey)
+		return s
 	}
 	a, _ := slim(mk("a"))
 	b, _ := slim(mk("b"))
-	na, nb := entry(a)["name"].(string), entry(b)["name"].(string)
-	if na != "CATTLE_ELECTION_RETRY_PERIOD" || unsafe.StringData(na) != unsafe.StringData(nb) {
-		t.Error("the env name is not shared")
+	ta, tb := text(a), text(b)
+	if ta == "" || unsafe.StringData(ta) != unsafe.StringData(tb) {
+		t.Errorf("the env text is not shared: %q %q", ta, tb)
+	}
+	got, err := agentEnvVars(a.(*unstructured.Unstructured))
+	whole, _ := agentEnvVars(mk("a"))
+	if err != nil || len(got) != 2 || got[0]["name"] != "CATTLE_ELECTION_RETRY_PERIOD" || got[0]["value"] != "10s" {
+		t.Fatalf("read back: %v %v", got, err)
+	}
+	// Written back as it was: the number keeps its text.
+	gj, _ := json.Marshal(got)
+	wj, _ := json.Marshal(whole)
+	if string(gj) != string(wj) {
+		t.Errorf("read back %s, whole %s", gj, wj)
 	}
 	long := strings.Repeat("x", internLen+1)
 	if got := interned.of(long); unsafe.StringData(got) != unsafe.StringData(long) {
