@@ -68,7 +68,9 @@ async function main() {
       chartDrawn: (() => {
         const cv = c.querySelector('canvas');
 
-        return !!cv && cv.width > 0 && cv.height > 0;
+        // Drawn: a blank canvas encodes to a few hundred bytes, a chart
+        // with its axes, curves and markers to many thousands.
+        return !!cv && cv.width > 0 && cv.toDataURL('image/png').length > 20000;
       })(),
     })));
     result.clusters = await text('.clusters-summary');
