@@ -48,6 +48,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"leasetune.io/leasetune/pkg/crds"
 )
@@ -74,6 +75,25 @@ type options struct {
 	fixtures           string
 	convergenceTimeout time.Duration
 	profile            string
+	// memLimit is GOMEMLIMIT for the controller: the chart's goMemLimit
+	// unless -gomemlimit says otherwise ("off": none).
+	memLimit string
+}
+
+// chartMemLimit reads goMemLimit from the chart's values (the GOMEMLIMIT
+// the chart gives the controller).
+func chartMemLimit(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read the chart's values (run from the repository root): %w", err)
+	}
+	var v struct {
+		GoMemLimit string `json:"goMemLimit"`
+	}
+	if err := sigsyaml.Unmarshal(b, &v); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return v.GoMemLimit, nil
 }
 
 func main() {
@@ -85,7 +105,16 @@ func main() {
 	flag.StringVar(&o.fixtures, "fixtures", "../shared/fixtures", "the shared fixtures folder (Fleet CRDs and Deployments)")
 	flag.DurationVar(&o.convergenceTimeout, "timeout", 15*time.Minute, "how long each convergence may take before the bench gives up")
 	flag.StringVar(&o.profile, "profile", "", "also build leasetune with net/http/pprof (go build -overlay, hack/bench/pprof_overlay.go.in), run that, and write heap and CPU profiles to this folder")
+	chartLimit, err := chartMemLimit("charts/leasetune/values.yaml")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	flag.StringVar(&o.memLimit, "gomemlimit", chartLimit, "GOMEMLIMIT for the controller (default: the chart's goMemLimit, as the chart runs it; off: none)")
 	flag.Parse()
+	if o.memLimit == "off" {
+		o.memLimit = ""
+	}
 	if o.assets == "" || o.n <= 0 {
 		fmt.Fprintln(os.Stderr, "usage: bench -assets DIR [-n N] [-rest 180s] [-binary bin/leasetune]")
 		os.Exit(2)
@@ -105,6 +134,7 @@ func logf(format string, args ...interface{}) {
 // results is what the table shows.
 type results struct {
 	n                                       int
+	memLimit                                string
 	load                                    string
 	apiserver                               string
 	create, floor, restore                  time.Duration
@@ -138,7 +168,7 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	res := results{n: o.n, load: loadAvg(), rest: o.rest}
+	res := results{n: o.n, memLimit: o.memLimit, load: loadAvg(), rest: o.rest}
 
 	// The control plane, with an audit log.
 	policy := filepath.Join(dir, "audit-policy.yaml")
@@ -300,6 +330,9 @@ func run(ctx context.Context, o options) (err error) {
 		"--health-addr", ports[0], "--metrics-addr", ports[1], "--webhook-addr", ports[2], "--webhook-host", "127.0.0.1",
 		"--log-format", "text")
 	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1", "LEASETUNE_BENCH_PPROF="+pprofAddr)
+	if o.memLimit != "" {
+		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+o.memLimit)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logf("starting %s controller (log %s)", o.binary, logPath)
@@ -745,6 +778,11 @@ func printTable(out *os.File, r results) {
 	p("|---|---|---|")
 	p("| machine | %d cores (nproc), %s; load average %s at the start | |", nproc, cpuModel(), r.load)
 	p("| Go; control plane | %s; kube-apiserver %s, etcd --unsafe-no-fsync, audit log at Metadata | |", runtime.Version(), r.apiserver)
+	limit := "none"
+	if r.memLimit != "" {
+		limit = r.memLimit + " (the chart's goMemLimit)"
+	}
+	p("| controller | --kube-api-qps %d, --kube-api-burst %d, --workers %d, --settle 0s; GOMEMLIMIT %s | |", qps, burst, workers, limit)
 	p("| N | %d fleet Clusters (Fleet v0.9.9 CRD, channel cluster-env-v0.9, 4 env entries, 3 tolerations, resources, affinity, 6 labels, status) | |", r.n)
 	p("| create N clusters + status (%d workers) | %s | |", workers, sec(r.create))
 	p("| raw-PATCH floor: N merge patches of spec.agentEnvVars, %d workers, QPS %d/burst %d | %s (%s; %d in the audit log; %s) | |", workers, qps, burst, sec(r.floor), rate(r.floor), r.floorWrites, r.cpFloor)
