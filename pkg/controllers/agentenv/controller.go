@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
@@ -94,6 +95,12 @@ type Controller struct {
 	mu       sync.Mutex
 	rancherV rancher.Version        // the Rancher version in effect
 	changeAt time.Time              // when the triples last changed, for the propagation metric
+	// change is the global agent triple change being propagated (nil:
+	// none): its writes are summed up in one Event on the agent Settings
+	// when the last cluster it enqueued is synced, instead of one Event
+	// per cluster (at 10,000 clusters those were 10,000 Event writes, most
+	// of which client-go's broadcaster dropped).
+	change *globalChange
 	problems map[string]Problem     // fleet Cluster key → why it is left alone
 	reported map[string]string      // fleet Cluster key → last problem message reported
 	ignored  map[string]string      // fleet Cluster key → the ignored overrides last reported
@@ -166,6 +173,15 @@ func New(opts Options) *Controller {
 		lastAgent, lastOK = t, ok
 		if !same {
 			c.changeAt = time.Now()
+			if ok {
+				g := &globalChange{at: c.changeAt, triple: t, owed: map[string]bool{}}
+				if c.fleet != nil {
+					for _, key := range c.fleet.GetStore().ListKeys() {
+						g.owed[key] = true
+					}
+				}
+				c.change = g
+			}
 		}
 		c.mu.Unlock()
 		if !same {
@@ -339,6 +355,7 @@ func (c *Controller) worker(ctx context.Context) {
 		switch {
 		case err == nil:
 			c.queue.Forget(item)
+			c.synced(key)
 		case ctx.Err() != nil:
 		default:
 			c.log.Error("sync failed; retrying", "cluster", key, "error", err)
@@ -411,7 +428,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		err = Write(ctx, c.patcher, rt.TargetRef, rt.Target.GetResourceVersion(), d.Env, d.Record, statusValue(status))
 		if err == nil {
-			c.wrote(rt, d)
+			c.wrote(key, rt, d)
 			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt >= 4 {
@@ -632,7 +649,7 @@ func Restarts(rt Routing) string {
 }
 
 // wrote counts, logs and records a write.
-func (c *Controller) wrote(rt Routing, d Decision) {
+func (c *Controller) wrote(key string, rt Routing, d Decision) {
 	metrics.Writes.WithLabelValues("cluster").Inc()
 	if d.Change {
 		metrics.Restarts.WithLabelValues("fleet-agent").Inc()
@@ -662,8 +679,83 @@ func (c *Controller) wrote(rt Routing, d Decision) {
 	} else {
 		c.log.Info("agent env updated", "object", rt.TargetRef.String(), "timings", d.Effective.String(), "redeploys", restarts)
 	}
-	c.event(rt.Target, corev1.EventTypeNormal, "AgentEnvUpdated", msg)
+	c.mu.Lock()
+	g := c.change
+	inChange := g != nil && g.owed[key]
+	if inChange {
+		g.count(rt, d)
+	}
+	c.mu.Unlock()
+	if !inChange {
+		c.event(rt.Target, corev1.EventTypeNormal, "AgentEnvUpdated", msg)
+	}
 }
+
+// globalChange is the propagation of one global agent triple: the fleet
+// Clusters it enqueued and not yet synced, and what its writes restarted.
+type globalChange struct {
+	at                                time.Time
+	triple                            election.Timings
+	owed                              map[string]bool
+	written, removed, cattle, replans int
+}
+
+func (g *globalChange) count(rt Routing, d Decision) {
+	if d.Record == nil {
+		g.removed++
+	} else {
+		g.written++
+	}
+	if rt.RancherManaged {
+		g.cattle++
+	}
+	if rt.Provisioned {
+		g.replans++
+	}
+}
+
+// synced marks a fleet Cluster as done for the global change; with the
+// last one the change is summed up: a log line and a Normal Event
+// AgentTimingsPropagated on each fleet-agent Setting.
+func (c *Controller) synced(key string) {
+	c.mu.Lock()
+	g := c.change
+	if g == nil || !g.owed[key] {
+		c.mu.Unlock()
+		return
+	}
+	delete(g.owed, key)
+	done := len(g.owed) == 0
+	if done {
+		c.change = nil
+	}
+	left := 0
+	for _, p := range c.problems {
+		if p != "" {
+			left++
+		}
+	}
+	c.mu.Unlock()
+	if !done {
+		return
+	}
+	took := time.Since(g.at).Round(time.Millisecond)
+	msg := fmt.Sprintf("the agent triple %s is propagated (%s): %d cluster(s) had CATTLE_ELECTION_* written to their agent env and %d had leasetune's entries removed, each redeploying its fleet-agent (%d also cattle-cluster-agent, %d re-planning every node); %d cluster(s) are left alone (their leasetune.io/agent-env-status annotation says why)",
+		g.triple, took, g.written, g.removed, g.cattle, g.replans, left)
+	c.log.Info("agent triple propagated", "timings", g.triple.String(), "took", took.String(), "written", g.written,
+		"removed", g.removed, "cattleClusterAgents", g.cattle, "nodePlans", g.replans, "leftAlone", left)
+	if c.opts.Recorder == nil {
+		return
+	}
+	for _, d := range settings.Of(settings.FleetAgent) {
+		ref := &corev1.ObjectReference{APIVersion: "management.cattle.io/v3", Kind: "Setting", Name: d.Name}
+		c.opts.Recorder.Event(ref, corev1.EventTypeNormal, ReasonPropagated, msg)
+	}
+}
+
+// ReasonPropagated is the Event on the fleet-agent Settings that sums up a
+// global agent triple change once every cluster has been synced.
+const ReasonPropagated = "AgentTimingsPropagated"
 
 // leaveAlone reports a cluster that is left as it is (report) and sets the
 // StatusAnnotation on its source object. It is not retried: a change of

@@ -16,6 +16,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/settings"
 )
 
 var (
@@ -334,4 +335,49 @@ func TestZeroWritesOnResyncAndRestart(t *testing.T) {
 	if n := r2.settle(); n != 0 {
 		t.Errorf("restart made %d writes", n)
 	}
+}
+
+// TestGlobalChangeIsSummedUp: the writes of a global agent triple change
+// raise no Event per cluster (10,000 clusters would be 10,000 Event
+// writes); once every cluster is synced, one AgentTimingsPropagated Event
+// on each fleet-agent Setting says what was written and restarted. A
+// cluster's own change (an override) still gets its AgentEnvUpdated Event.
+func TestGlobalChangeIsSummedUp(t *testing.T) {
+	ns := cp.Namespace(t)
+	for _, name := range []string{"g1", "g2", "g3"} {
+		create(t, fleetGVR, fleetCluster(ns, name, nil, nil, user))
+	}
+	tr := newTriples(election.FleetDefaults)
+	r := start(t, tr, fleet.ChannelClusterEnvV09)
+	r.settle()
+	before := map[string]int{}
+	for _, name := range []string{"g1", "g2", "g3"} {
+		before[name] = len(events(t, ns, name, "AgentEnvUpdated"))
+	}
+	next := mustTimings("50s", "40s", "15s")
+	tr.Set(next)
+	for _, name := range []string{"g1", "g2", "g3"} {
+		eventually(t, name+" written", func() bool {
+			return strings.Contains(strings.Join(envOf(getObj(t, fleetGVR, ns, name)), ","), "CATTLE_ELECTION_RETRY_PERIOD=15s")
+		})
+	}
+	for _, d := range settings.Of(settings.FleetAgent) {
+		eventually(t, "summary Event on "+d.Name, func() bool {
+			for _, m := range events(t, "", d.Name, agentenv.ReasonPropagated) {
+				if strings.Contains(m, "the agent triple "+next.String()+" is propagated") && strings.Contains(m, "had CATTLE_ELECTION_* written") {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	r.settle()
+	for _, name := range []string{"g1", "g2", "g3"} {
+		if got := len(events(t, ns, name, "AgentEnvUpdated")); got != before[name] {
+			t.Errorf("%s: %d AgentEnvUpdated Events after the global change, %d before: want none for it", name, got, before[name])
+		}
+	}
+	// An override on one cluster is its own change: it gets its Event.
+	annotate(t, fleetGVR, ns, "g1", map[string]interface{}{agentenv.RetryPeriodAnnotation: "12s"})
+	eventually(t, "override Event", func() bool { return len(events(t, ns, "g1", "AgentEnvUpdated")) > before["g1"] })
 }
