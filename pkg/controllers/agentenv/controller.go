@@ -93,14 +93,14 @@ type Controller struct {
 	rancherDep     cache.SharedIndexInformer
 
 	mu       sync.Mutex
-	rancherV rancher.Version        // the Rancher version in effect
-	changeAt time.Time              // when the triples last changed, for the propagation metric
+	rancherV rancher.Version // the Rancher version in effect
+	changeAt time.Time       // when the triples last changed, for the propagation metric
 	// change is the global agent triple change being propagated (nil:
 	// none): its writes are summed up in one Event on the agent Settings
 	// when the last cluster it enqueued is synced, instead of one Event
 	// per cluster (at 10,000 clusters those were 10,000 Event writes, most
 	// of which client-go's broadcaster dropped).
-	change *globalChange
+	change   *globalChange
 	problems map[string]Problem     // fleet Cluster key → why it is left alone
 	reported map[string]string      // fleet Cluster key → last problem message reported
 	ignored  map[string]string      // fleet Cluster key → the ignored overrides last reported
