@@ -268,10 +268,30 @@ func (r *Report) planRancher(ctx context.Context, cs kubernetes.Interface, opts 
 		if !v.Known || !v.AtLeast(2, 8, 3) {
 			return election.WranglerDefaults, false // wrangler v1: hardcoded
 		}
-		if t, found, err := election.CattlePrefix.FromEnv(env); found && err == nil {
-			return t, true
+		// wrangler reads each name on its own, its default where the name
+		// is absent or empty (pkg/leader/leader.go computeConfig, the same
+		// at wrangler v2.1.2 and v3.3.1): a partial triple runs the
+		// defaults of the missing names. The last entry of a name wins.
+		t := election.WranglerDefaults
+		for _, f := range election.Fields {
+			for _, e := range env {
+				if e.Name != election.CattlePrefix.EnvName(f) || e.ValueFrom != nil || e.Value == "" {
+					continue
+				}
+				if dur, err := time.ParseDuration(e.Value); err == nil {
+					t = t.With(f, dur)
+				}
+			}
 		}
-		return election.WranglerDefaults, true
+		return t, true
+	}
+	// One lock candidate per replica: a leader and replicas-1 followers;
+	// none at 0 replicas.
+	lockCost := func(t election.Timings) float64 {
+		if r.rancherReplicas < 1 {
+			return 0
+		}
+		return election.CostOf(t, r.rancherReplicas-1, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
 	}
 	var env []corev1.EnvVar
 	for _, c := range d.Spec.Template.Spec.Containers {
@@ -279,8 +299,16 @@ func (r *Report) planRancher(ctx context.Context, cs kubernetes.Interface, opts 
 			env = c.Env
 		}
 	}
+	has := func(name string) bool {
+		for _, e := range env {
+			if e.Name == name {
+				return true
+			}
+		}
+		return false
+	}
 	now, _ := runs(env)
-	r.rancherLocksBefore = election.CostOf(now, r.rancherReplicas-1, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+	r.rancherLocksBefore = lockCost(now)
 	r.rancherLocksAfter = r.rancherLocksBefore
 	st := r.Triples[settings.Rancher]
 	dec := rancherenv.Decide(d, rancherenv.Input{Triple: st.Effective, OK: st.HasEffective, Version: opts.RancherVersion})
@@ -292,10 +320,13 @@ func (r *Report) planRancher(ctx context.Context, cs kubernetes.Interface, opts 
 		r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("%s: %s", ref, dec.Reason))
 	case dec.Write && dec.Remove:
 		for _, n := range election.CattlePrefix.EnvNames() {
+			if !has(n) {
+				continue // one removed by hand: nothing to remove
+			}
 			r.Changes = append(r.Changes, Change{Object: ref, Field: "container rancher env " + n,
 				Old: envValue(d, rancher.Container, n), New: "(removed: Rancher's built-in 45s/30s/2s)", Restarts: restarts})
 		}
-		r.rancherLocksAfter = election.CostOf(election.WranglerDefaults, r.rancherReplicas-1, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+		r.rancherLocksAfter = lockCost(election.WranglerDefaults)
 	case dec.Write:
 		for _, e := range dec.Env {
 			if old := envValue(d, rancher.Container, e.Name); old == e.Value {
@@ -304,7 +335,7 @@ func (r *Report) planRancher(ctx context.Context, cs kubernetes.Interface, opts 
 			r.Changes = append(r.Changes, Change{Object: ref, Field: "container rancher env " + e.Name,
 				Old: envValue(d, rancher.Container, e.Name), New: e.Value, Restarts: restarts})
 		}
-		r.rancherLocksAfter = election.CostOf(st.Effective, r.rancherReplicas-1, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+		r.rancherLocksAfter = lockCost(st.Effective)
 	}
 	r.rancherLock = true
 	return nil

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	appscontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/apps/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -69,6 +70,16 @@ type Controller struct {
 	said string // the last problem reported, so each is said once
 }
 
+// pendingTriples is what the settings Provider offers besides Triples:
+// the triple pending in the settle time.
+type pendingTriples interface {
+	Status(settings.Component) settings.ComponentStatus
+}
+
+// pendingRecheck is how long after a pending triple's settle time the
+// Deployment is looked at again.
+const pendingRecheck = 500 * time.Millisecond
+
 // Register registers the handler; start the factory of opts.Deployments
 // afterwards.
 func Register(ctx context.Context, opts Options) *Controller {
@@ -93,9 +104,33 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 	if d == nil || d.Namespace != c.opts.Namespace || d.Name != c.opts.Name {
 		return nil
 	}
-	t, ok := c.opts.Triples.Effective(settings.Rancher)
-	dec := Decide(d, Input{Triple: t, OK: ok, Version: c.opts.Version})
+	in := Input{Version: c.opts.Version}
+	if p, ok := c.opts.Triples.(pendingTriples); ok {
+		// One read for the triple in effect and the one pending: the
+		// provider updates both under one lock.
+		st := p.Status(settings.Rancher)
+		in.Triple, in.OK = st.Effective, st.HasEffective
+		if st.Pending != nil {
+			in.PendingUntil = st.PendingAt
+		}
+	} else {
+		in.Triple, in.OK = c.opts.Triples.Effective(settings.Rancher)
+	}
+	t := in.Triple
+	dec := Decide(d, in)
 	c.report(d, dec)
+	if dec.Pending {
+		// Look again once the settle time has passed: the pending triple
+		// then takes effect (and the provider's listener enqueues too), or
+		// it was dropped meanwhile (the value in effect set again), which
+		// changes no triple and enqueues nothing, but the write waiting
+		// for the triple in effect is still due.
+		wait := time.Until(in.PendingUntil) + pendingRecheck
+		if wait < pendingRecheck {
+			wait = pendingRecheck
+		}
+		c.opts.Deployments.EnqueueAfter(d.Namespace, d.Name, wait)
+	}
 	if !dec.Write {
 		return nil
 	}
@@ -155,7 +190,11 @@ func (c *Controller) report(d *appsv1.Deployment, dec Decision) {
 	}
 	if dec.Problem == ProblemNotReady {
 		c.log.Info("rancher deployment write deferred", "deployment", d.Namespace+"/"+d.Name, "reason", dec.Reason)
-		c.event(d, corev1.EventTypeNormal, ReasonDeferred, "the CATTLE_ELECTION_* entries wait: "+dec.Reason+"; they are written once the Deployment is available and its rollout done")
+		then := "; they are written once the Deployment is available and its rollout done"
+		if dec.Pending {
+			then = "; then the triple in effect is written, if the Deployment is still available and not mid-rollout"
+		}
+		c.event(d, corev1.EventTypeNormal, ReasonDeferred, "the CATTLE_ELECTION_* entries wait: "+dec.Reason+then)
 		return
 	}
 	c.log.Warn("rancher deployment left alone", "deployment", d.Namespace+"/"+d.Name, "problem", dec.Problem, "reason", dec.Reason)
@@ -169,8 +208,9 @@ func (c *Controller) event(d *appsv1.Deployment, typ, reason, msg string) {
 }
 
 // PatchBody builds the JSON patch (RFC 6902) that makes dec on d: the
-// rancher container's name and whole env list are tested against d, the
-// copy dec was computed from (a concurrent edit fails the patch and the
+// rancher container's name and whole env list, and the Deployment's uid
+// and generation, are tested against d, the copy dec was computed from (a
+// concurrent edit, a spec change or a new object fails the patch and the
 // decision is made again); each of the three names present gets its value
 // in place, a missing one is appended after the existing entries, or, with
 // dec.Remove, leasetune's entries are removed; RecordAnnotation is set (or
@@ -188,6 +228,19 @@ func PatchBody(d *appsv1.Deployment, dec Decision) ([]byte, error) {
 		seen = env
 	}
 	ops := []op{{"op": "test", "path": base + "/name", "value": rancher.Container}, {"op": "test", "path": base + "/env", "value": seen}}
+	// The write was judged on d, settled: it must also fail when the
+	// Deployment is another one since (deleted and created again, not
+	// rolled out yet: a new uid) or its spec changed since (a helm upgrade
+	// of the image, a scale: a new generation, a rollout starting), though
+	// the env list is the same. A missing field tests as null.
+	orNull := func(v interface{}, zero bool) interface{} {
+		if zero {
+			return nil
+		}
+		return v
+	}
+	ops = append(ops, op{"op": "test", "path": "/metadata/uid", "value": orNull(d.UID, d.UID == "")},
+		op{"op": "test", "path": "/metadata/generation", "value": orNull(d.Generation, d.Generation == 0)})
 	annPath := "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(RecordAnnotation, "~", "~0"), "/", "~1")
 	if dec.Remove {
 		var at []int
@@ -234,7 +287,10 @@ func PatchBody(d *appsv1.Deployment, dec Decision) ([]byte, error) {
 		return nil, err
 	}
 	if d.Annotations == nil {
-		ops = append(ops, op{"op": "add", "path": "/metadata/annotations", "value": map[string]string{RecordAnnotation: string(raw)}})
+		// Adding the map replaces any: it must still be absent, or the
+		// annotations another writer added meanwhile would go.
+		ops = append(ops, op{"op": "test", "path": "/metadata/annotations", "value": nil},
+			op{"op": "add", "path": "/metadata/annotations", "value": map[string]string{RecordAnnotation: string(raw)}})
 	} else {
 		ops = append(ops, op{"op": "add", "path": annPath, "value": string(raw)})
 	}

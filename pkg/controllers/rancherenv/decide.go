@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +50,11 @@ type Input struct {
 	OK     bool
 	// Version, when Known, replaces reading the image (--rancher-version).
 	Version rancher.Version
+	// PendingUntil, when not zero, is when a new Rancher triple waiting in
+	// the settle time takes effect: until then nothing is written, not
+	// even the triple still in effect (one rollout for a triple the
+	// operator has already replaced, then another).
+	PendingUntil time.Time
 }
 
 // Decision is what to do with the Rancher Deployment.
@@ -61,9 +67,12 @@ type Decision struct {
 	Remove bool
 	Write  bool
 	// Problem and Reason say why nothing is written; Reason is one
-	// sentence naming what was found.
+	// sentence naming what was found. Pending is true when the write waits
+	// for a triple pending in the settle time (Problem is then
+	// ProblemNotReady).
 	Problem Problem
 	Reason  string
+	Pending bool
 	// Version is the Rancher version the decision followed.
 	Version rancher.Version
 }
@@ -84,8 +93,10 @@ type Decision struct {
 // of a name would be a duplicate); with no entries, the built-in defaults
 // (45s/30s/2s, election.WranglerDefaults) need no write, so installing
 // leasetune restarts nothing; leasetune's own entries follow the triple and
-// go when it is back at the defaults. A due write waits while the
-// Deployment is not Settled.
+// go when it is back at the defaults (one or two of them removed by hand
+// are completed again: never a partial triple). A due write waits while
+// the Deployment is not Settled, and while another triple is pending in
+// the settle time (in.PendingUntil).
 func Decide(d *appsv1.Deployment, in Input) Decision {
 	v := in.Version
 	if !v.Known {
@@ -126,6 +137,11 @@ func Decide(d *appsv1.Deployment, in Input) Decision {
 			out.Write = false
 			return out.problem(ProblemNotReady, why)
 		}
+		if !in.PendingUntil.IsZero() {
+			out = out.problem(ProblemNotReady, fmt.Sprintf("another Rancher triple is pending in the settle time, until %s, and nothing is written before then", in.PendingUntil.UTC().Format(time.RFC3339)))
+			out.Pending = true
+			return out
+		}
 	}
 	return out
 }
@@ -162,8 +178,10 @@ func Record(d *appsv1.Deployment) map[string]string {
 // sentence naming the entries that are someone else's and who set them.
 func owned(d *appsv1.Deployment, env []corev1.EnvVar) (found []corev1.EnvVar, foreign string) {
 	rec := Record(d)
+	_, hasRec := d.Annotations[RecordAnnotation]
 	count := map[string]int{}
 	var theirs []string
+	mine := false // an entry only leasetune's field manager set, unrecorded
 	for _, e := range env {
 		if !election.CattlePrefix.Owns(e.Name) {
 			continue
@@ -180,17 +198,27 @@ func owned(d *appsv1.Deployment, env []corev1.EnvVar) (found []corev1.EnvVar, fo
 		who := "another writer"
 		if m := Managers(d, e.Name); len(m) > 0 {
 			who = "field manager " + strings.Join(m, ", ")
+		} else if rec == nil && managedBy(d, FieldManager, e.Name) {
+			who, mine = "field manager "+FieldManager, true
 		}
 		theirs = append(theirs, fmt.Sprintf("%s=%s, set by %s", e.Name, v, who))
 	}
-	if len(theirs) == 0 && len(found) > 0 && len(found) != 3 {
-		theirs = append(theirs, fmt.Sprintf("only %d of the three names (someone removed the others)", len(found)))
-	}
+	// Fewer than three, each exactly leasetune's record: the others were
+	// removed by hand. They are completed (or, at the defaults, the rest
+	// removed), so that no partial triple stays.
 	if len(theirs) == 0 {
 		return found, ""
 	}
-	return nil, fmt.Sprintf("the rancher container has %s, not leasetune's; a second entry of a name would be a duplicate, so leasetune leaves the Deployment alone (to set Rancher's timings, use the Helm release's extraEnv, or remove those entries and let leasetune own all three)",
-		strings.Join(theirs, "; "))
+	record := "not leasetune's"
+	switch {
+	case !mine:
+	case hasRec:
+		record = fmt.Sprintf("not known to be leasetune's (its record of what it wrote, the annotation %s, is unreadable)", RecordAnnotation)
+	default:
+		record = fmt.Sprintf("not known to be leasetune's (its record of what it wrote, the annotation %s, is missing: removed by hand?)", RecordAnnotation)
+	}
+	return nil, fmt.Sprintf("the rancher container has %s, %s; a second entry of a name would be a duplicate, so leasetune leaves the Deployment alone (to set Rancher's timings, use the Helm release's extraEnv, or remove those entries and let leasetune own all three)",
+		strings.Join(theirs, "; "), record)
 }
 
 // holds reports whether env gives the three names exactly t.
@@ -232,16 +260,9 @@ func Settled(d *appsv1.Deployment) (bool, string) {
 // for reports.
 func Managers(d *appsv1.Deployment, name string) []string {
 	seen := map[string]bool{}
-	for _, mf := range d.ManagedFields {
-		if mf.FieldsV1 == nil || mf.Manager == FieldManager {
-			continue
-		}
-		set := &fieldpath.Set{}
-		if set.FromJSON(strings.NewReader(string(mf.FieldsV1.Raw))) != nil {
-			continue
-		}
-		if set.Has(envPath(name)) || set.Has(append(envPath(name), fieldpath.PathElement{FieldName: strptr("value")})) {
-			seen[mf.Manager] = true
+	for _, m := range managers(d, name) {
+		if m != FieldManager {
+			seen[m] = true
 		}
 	}
 	out := make([]string, 0, len(seen))
@@ -249,6 +270,36 @@ func Managers(d *appsv1.Deployment, name string) []string {
 		out = append(out, m)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// managedBy reports whether manager owns the rancher container's env entry
+// name or its value.
+func managedBy(d *appsv1.Deployment, manager, name string) bool {
+	for _, m := range managers(d, name) {
+		if m == manager {
+			return true
+		}
+	}
+	return false
+}
+
+// managers lists the field managers (leasetune included) that own the
+// rancher container's env entry name or its value.
+func managers(d *appsv1.Deployment, name string) []string {
+	var out []string
+	for _, mf := range d.ManagedFields {
+		if mf.FieldsV1 == nil {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if set.FromJSON(strings.NewReader(string(mf.FieldsV1.Raw))) != nil {
+			continue
+		}
+		if set.Has(envPath(name)) || set.Has(append(envPath(name), fieldpath.PathElement{FieldName: strptr("value")})) {
+			out = append(out, mf.Manager)
+		}
+	}
 	return out
 }
 

@@ -1,0 +1,227 @@
+package rancherenv_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rancher/lasso/pkg/cache"
+	lassoclient "github.com/rancher/lasso/pkg/client"
+	"github.com/rancher/wrangler/v2/pkg/generated/controllers/apps"
+	"github.com/rancher/wrangler/v2/pkg/generic"
+	"github.com/rancher/wrangler/v2/pkg/schemes"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"leasetune.io/leasetune/pkg/controllers/rancherenv"
+	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
+	"leasetune.io/leasetune/pkg/plan"
+	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
+)
+
+// envOptions are what newEnvWith changes of newEnv.
+type envOptions struct {
+	settle time.Duration
+	env    map[string]string // leasetune's pod env (CATTLE_RANCHER_LEADER_ELECTION_*)
+}
+
+// newEnvWith is newEnv with a settle time and env overrides.
+func newEnvWith(t *testing.T, o envOptions, values ...string) *env {
+	t.Helper()
+	e := &env{ns: cp.Namespace(t), stateNS: cp.Namespace(t), kc: kubeconfig(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	e.deployCtl = startDeploymentController(t, ctx, e.ns)
+	helm(t, e.kc, e.ns, append([]string{"install", "rancher", chartDir(t)}, values...)...)
+	framework.Eventually(t, "the Deployment rolled out", func() bool {
+		ok, _ := rancherenv.Settled(e.get(t))
+		return ok
+	})
+	mf, err := management.NewFactoryFromConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range settings.Of(settings.Rancher) {
+		if s, err := mf.Management().V3().Setting().Get(d.Name, metav1.GetOptions{}); err == nil && s.Value != "" {
+			body, _ := json.Marshal(map[string]string{"value": ""})
+			_, _ = mf.Management().V3().Setting().Patch(d.Name, types.MergePatchType, body)
+		}
+	}
+	e.mf = mf
+	e.provider = settings.NewProvider(settings.ProviderOptions{
+		Settings: mf.Management().V3().Setting(), ConfigMaps: cp.Client.CoreV1(), Namespace: e.stateNS,
+		LookupEnv: func(k string) (string, bool) { v, ok := o.env[k]; return v, ok },
+		Log:       quietLog(), Settle: o.settle,
+	})
+	if err := e.provider.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := mf.Start(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// watched is a started controller whose client records every write: it
+// counts the Deployment patches that succeeded and failed, fails the test
+// on a write to anything but the named Deployment, and runs hook (once,
+// synchronously) just before its first patch reaches the apiserver, to
+// put another writer between leasetune's read and its write.
+type watched struct {
+	cancel context.CancelFunc
+	ok     atomic.Int64
+	failed atomic.Int64
+	mu     sync.Mutex
+	hook   func()
+}
+
+type watchedTransport struct {
+	t    *testing.T
+	ns   string
+	w    *watched
+	next http.RoundTripper
+}
+
+func (h *watchedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet || strings.HasSuffix(r.URL.Path, "/events") || strings.Contains(r.URL.Path, "/events/") {
+		return h.next.RoundTrip(r)
+	}
+	if want := "/apis/apps/v1/namespaces/" + h.ns + "/deployments/rancher"; r.Method != http.MethodPatch || r.URL.Path != want {
+		h.t.Errorf("leasetune wrote %s %s; it may only patch %s", r.Method, r.URL.Path, want)
+	}
+	h.w.mu.Lock()
+	f := h.w.hook
+	h.w.hook = nil
+	h.w.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	resp, err := h.next.RoundTrip(r)
+	if err == nil && resp.StatusCode < 300 {
+		h.w.ok.Add(1)
+	} else {
+		h.w.failed.Add(1)
+	}
+	return resp, err
+}
+
+// startWatched runs the controller as start does, with a watched client.
+func (e *env) startWatched(t *testing.T, hook func()) *watched {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w := &watched{cancel: cancel, hook: hook}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return &watchedTransport{t: t, ns: e.ns, w: w, next: rt}
+	}
+	clients, err := lassoclient.NewSharedClientFactory(cp.Config, &lassoclient.SharedClientFactoryOptions{Scheme: schemes.All})
+	if err != nil {
+		t.Fatal(err)
+	}
+	af, err := apps.NewFactoryFromConfigWithOptions(cp.Config, &generic.FactoryOptions{
+		SharedCacheFactory: cache.NewSharedCachedFactory(clients, &cache.SharedCacheFactoryOptions{
+			DefaultNamespace: e.ns,
+			DefaultTweakList: func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", "rancher").String()
+			},
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
+	t.Cleanup(b.Shutdown)
+	rancherenv.Register(ctx, rancherenv.Options{
+		Namespace: e.ns, Name: "rancher", Deployments: af.Apps().V1().Deployment(),
+		Client: kubernetes.NewForConfigOrDie(cfg), Triples: e.provider,
+		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}), Log: quietLog(),
+	})
+	if err := af.Start(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// patchAs patches the Rancher Deployment as another field manager would.
+func (e *env) patchAs(t *testing.T, manager string, pt types.PatchType, body string) {
+	t.Helper()
+	if _, err := cp.Client.AppsV1().Deployments(e.ns).Patch(context.Background(), "rancher", pt, []byte(body),
+		metav1.PatchOptions{FieldManager: manager}); err != nil {
+		t.Fatalf("patch as %s: %v", manager, err)
+	}
+}
+
+// duplicates returns the env names of the rancher container that occur
+// more than once.
+func duplicates(d *appsv1.Deployment) []string {
+	seen := map[string]int{}
+	var out []string
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name != "rancher" {
+			continue
+		}
+		for _, e := range c.Env {
+			if seen[e.Name]++; seen[e.Name] == 2 {
+				out = append(out, e.Name)
+			}
+		}
+	}
+	return out
+}
+
+// settled reports whether the Rancher Deployment is settled now.
+func (e *env) settled(t *testing.T) bool {
+	ok, _ := rancherenv.Settled(e.get(t))
+	return ok
+}
+
+// helmErr is helm for hooks, which run off the test goroutine: it returns
+// the failure instead of failing the test.
+func helmErr(kc, ns string, args ...string) error {
+	full := append([]string{"--kubeconfig", kc, "--namespace", ns}, args...)
+	cmd := exec.Command(helmBin, full...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return nil
+}
+
+// patchErr is patchAs for hooks.
+func (e *env) patchErr(manager string, pt types.PatchType, body string) error {
+	_, err := cp.Client.AppsV1().Deployments(e.ns).Patch(context.Background(), "rancher", pt, []byte(body),
+		metav1.PatchOptions{FieldManager: manager})
+	return err
+}
+
+// plan computes `leasetune plan` against the test's namespaces.
+func (e *env) plan(t *testing.T, set ...plan.Assignment) *plan.Report {
+	t.Helper()
+	r, err := plan.Compute(context.Background(), cp.Client, dynamic.NewForConfigOrDie(cp.Config), plan.Options{
+		Namespace: e.stateNS, FleetNamespace: cp.Namespace(t), RancherNamespace: e.ns, RancherDeployment: "rancher", Set: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
