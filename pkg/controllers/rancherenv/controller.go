@@ -288,7 +288,9 @@ func PatchBody(d *appsv1.Deployment, dec Decision) ([]byte, error) {
 	}
 	if d.Annotations == nil {
 		// Adding the map replaces any: it must still be absent, or the
-		// annotations another writer added meanwhile would go.
+		// annotations another writer added meanwhile would go. (A
+		// Deployment's generation also moves with its annotations,
+		// k8s.io/kubernetes pkg/registry/apps/deployment/strategy.go.)
 		ops = append(ops, op{"op": "test", "path": "/metadata/annotations", "value": nil},
 			op{"op": "add", "path": "/metadata/annotations", "value": map[string]string{RecordAnnotation: string(raw)}})
 	} else {

@@ -181,7 +181,7 @@ func owned(d *appsv1.Deployment, env []corev1.EnvVar) (found []corev1.EnvVar, fo
 	_, hasRec := d.Annotations[RecordAnnotation]
 	count := map[string]int{}
 	var theirs []string
-	mine := false // an entry only leasetune's field manager set, unrecorded
+	mine := false // an entry only leasetune's field manager set, not as recorded
 	for _, e := range env {
 		if !election.CattlePrefix.Owns(e.Name) {
 			continue
@@ -198,7 +198,7 @@ func owned(d *appsv1.Deployment, env []corev1.EnvVar) (found []corev1.EnvVar, fo
 		who := "another writer"
 		if m := Managers(d, e.Name); len(m) > 0 {
 			who = "field manager " + strings.Join(m, ", ")
-		} else if rec == nil && managedBy(d, FieldManager, e.Name) {
+		} else if managedBy(d, FieldManager, e.Name) {
 			who, mine = "field manager "+FieldManager, true
 		}
 		theirs = append(theirs, fmt.Sprintf("%s=%s, set by %s", e.Name, v, who))
@@ -212,6 +212,8 @@ func owned(d *appsv1.Deployment, env []corev1.EnvVar) (found []corev1.EnvVar, fo
 	record := "not leasetune's"
 	switch {
 	case !mine:
+	case rec != nil:
+		record = fmt.Sprintf("not known to be leasetune's (its record of what it wrote, the annotation %s, does not match: edited by hand?)", RecordAnnotation)
 	case hasRec:
 		record = fmt.Sprintf("not known to be leasetune's (its record of what it wrote, the annotation %s, is unreadable)", RecordAnnotation)
 	default:

@@ -146,8 +146,17 @@ func TestDecideRecordRemovedSaysSo(t *testing.T) {
 		t.Fatalf("record removed: %+v", dec)
 	}
 	ours.Annotations[RecordAnnotation] = "{not json"
-	if dec := Decide(ours, Input{Triple: opted, OK: true}); dec.Write || dec.Problem != ProblemForeign || !strings.Contains(dec.Reason, RecordAnnotation) {
+	if dec := Decide(ours, Input{Triple: opted, OK: true}); dec.Write || dec.Problem != ProblemForeign || !strings.Contains(dec.Reason, "is unreadable") {
 		t.Fatalf("record unreadable: %+v", dec)
+	}
+	ours.Annotations[RecordAnnotation] = `{"CATTLE_ELECTION_LEASE_DURATION":"45s","CATTLE_ELECTION_RENEW_DEADLINE":"30s","CATTLE_ELECTION_RETRY_PERIOD":"9s"}`
+	if dec := Decide(ours, Input{Triple: opted, OK: true}); dec.Write || dec.Problem != ProblemForeign || !strings.Contains(dec.Reason, "CATTLE_ELECTION_RETRY_PERIOD=5s, set by field manager leasetune") || !strings.Contains(dec.Reason, "does not match") {
+		t.Fatalf("record edited: %+v", dec)
+	}
+	// Without managedFields nothing tells who wrote them: not blamed on leasetune.
+	ours.ManagedFields = nil
+	if dec := Decide(ours, Input{Triple: opted, OK: true}); dec.Problem != ProblemForeign || !strings.Contains(dec.Reason, "set by another writer, not leasetune's;") {
+		t.Fatalf("no managedFields: %+v", dec)
 	}
 }
 

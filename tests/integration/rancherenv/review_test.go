@@ -442,3 +442,33 @@ func TestBadValues(t *testing.T) {
 		}
 	})
 }
+
+// TestNoAnnotationsYet: a Deployment without annotations (the record is
+// then written by adding the whole map) that gets one from another writer
+// between leasetune's read and its write: the patch fails instead of
+// dropping it, and the retry writes the record beside it. (On a
+// Deployment an annotation change also bumps metadata.generation,
+// k8s.io/kubernetes v1.32.13 pkg/registry/apps/deployment/strategy.go
+// PrepareForUpdate, so the generation test catches it as well.)
+func TestNoAnnotationsYet(t *testing.T) {
+	e := newEnv(t)
+	e.patchAs(t, "kubectl-edit", types.JSONPatchType, `[{"op":"remove","path":"/metadata/annotations"}]`)
+	if a := e.get(t).Annotations; a != nil {
+		t.Fatalf("annotations %v", a)
+	}
+	w := e.startWatched(t, func() {
+		if err := e.patchErr("kubectl-annotate", types.MergePatchType, `{"metadata":{"annotations":{"example.com/owner":"team-a"}}}`); err != nil {
+			t.Error(err)
+		}
+	})
+	e.set(t, retryName, "5s")
+	framework.Eventually(t, "the three entries", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
+	d := e.get(t)
+	if d.Annotations["example.com/owner"] != "team-a" || len(rancherenv.Record(d)) != 3 {
+		t.Errorf("annotations %v: want the other writer's and leasetune's record", d.Annotations)
+	}
+	time.Sleep(time.Second)
+	if w.ok.Load() != 1 || w.failed.Load() < 1 {
+		t.Errorf("%d writes made, %d failed: want 1 made after at least 1 refused", w.ok.Load(), w.failed.Load())
+	}
+}
