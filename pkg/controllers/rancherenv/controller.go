@@ -168,7 +168,7 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 // report says a problem once per distinct reason, with a log line, an
 // Event on the Deployment and the metric.
 func (c *Controller) report(d *appsv1.Deployment, dec Decision) {
-	for _, p := range []Problem{ProblemNoContainer, ProblemVersionUnknown, ProblemUnsupported, ProblemForeign, ProblemNotReady} {
+	for _, p := range []Problem{ProblemNoContainer, ProblemVersionUnknown, ProblemUnsupported, ProblemForeign, ProblemNotReady, ProblemUnsafeStrategy} {
 		v := 0.0
 		if p == dec.Problem {
 			v = 1

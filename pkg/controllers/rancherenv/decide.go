@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v4/value"
 
@@ -40,6 +41,11 @@ const (
 	// ProblemNotReady: a write is due but the Deployment is mid-rollout or
 	// not available; it is made once it is.
 	ProblemNotReady Problem = "not-ready"
+	// ProblemUnsafeStrategy: the Deployment's strategy would stop every
+	// Rancher replica at once (Recreate, or a rolling update whose
+	// maxUnavailable covers every replica): a write would take Rancher
+	// down, so none is made.
+	ProblemUnsafeStrategy Problem = "unsafe-strategy"
 )
 
 // Input is what Decide needs besides the Deployment.
@@ -133,6 +139,9 @@ func Decide(d *appsv1.Deployment, in Input) Decision {
 		out.Write = len(found) == 0 || !holds(env, in.Triple)
 	}
 	if out.Write {
+		if why := unsafeStrategy(d); why != "" {
+			return out.problem(ProblemUnsafeStrategy, why)
+		}
 		if ok, why := Settled(d); !ok {
 			out.Write = false
 			return out.problem(ProblemNotReady, why)
@@ -227,6 +236,39 @@ func owned(d *appsv1.Deployment, env []corev1.EnvVar) (found []corev1.EnvVar, fo
 func holds(env []corev1.EnvVar, t election.Timings) bool {
 	got, found, err := election.CattlePrefix.FromEnv(env)
 	return found && err == nil && got == t
+}
+
+// unsafeStrategy says why d's rollout strategy would stop every Rancher
+// replica at once, or "" when it keeps some serving. Rancher's chart
+// renders RollingUpdate with maxSurge 1 and maxUnavailable 0 for one
+// replica, 1 otherwise (rancher/rancher v2.11.3 chart/templates/
+// deployment.yaml); the API defaults an unset strategy to RollingUpdate
+// 25%/25% (k8s.io/kubernetes v1.32.13 pkg/apis/apps/v1/defaults.go).
+// maxUnavailable is scaled as the Deployment controller scales it:
+// a percentage rounded down (pkg/controller/deployment/util.ResolveFenceposts).
+func unsafeStrategy(d *appsv1.Deployment) string {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	if want == 0 {
+		return ""
+	}
+	st := d.Spec.Strategy
+	if st.Type == appsv1.RecreateDeploymentStrategyType {
+		return "the Deployment's strategy is Recreate: a new env would stop every Rancher replica before starting new ones; use RollingUpdate (as Rancher's chart does)"
+	}
+	if st.RollingUpdate == nil || st.RollingUpdate.MaxUnavailable == nil {
+		return ""
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(st.RollingUpdate.MaxUnavailable, int(want), false)
+	if err != nil {
+		return fmt.Sprintf("the Deployment's maxUnavailable %q is not readable: %v", st.RollingUpdate.MaxUnavailable.String(), err)
+	}
+	if n >= int(want) {
+		return fmt.Sprintf("the Deployment's maxUnavailable %s lets a rollout stop all %d Rancher replica(s) at once; lower it (Rancher's chart uses 1, or 0 for one replica)", st.RollingUpdate.MaxUnavailable.String(), want)
+	}
+	return ""
 }
 
 // Settled reports whether d is available and not mid-rollout: the

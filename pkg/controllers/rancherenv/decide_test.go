@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -220,5 +221,35 @@ func TestManagers(t *testing.T) {
 	}
 	if got := Managers(d, "CATTLE_ELECTION_LEASE_DURATION"); len(got) != 0 {
 		t.Errorf("managers of an absent name: %v", got)
+	}
+}
+
+// TestDecideRefusesStrategiesThatStopEveryReplica: a write under Recreate,
+// or with maxUnavailable covering every replica, would take Rancher down.
+func TestDecideRefusesStrategiesThatStopEveryReplica(t *testing.T) {
+	recreate := deployment("v2.11.3")
+	recreate.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	all := deployment("v2.11.3")
+	three := intstr.FromInt32(3)
+	all.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &three}}
+	pct := deployment("v2.11.3")
+	hundred := intstr.FromString("100%")
+	pct.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &hundred}}
+	for name, d := range map[string]*appsv1.Deployment{"Recreate": recreate, "maxUnavailable 3 of 3": all, "maxUnavailable 100%": pct} {
+		if dec := Decide(d, Input{Triple: opted, OK: true}); dec.Write || dec.Problem != ProblemUnsafeStrategy {
+			t.Errorf("%s: %+v", name, dec)
+		}
+	}
+	// The chart's 1 of 3, and the API's default 25%: written.
+	chart := deployment("v2.11.3")
+	one := intstr.FromInt32(1)
+	chart.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &one}}
+	quarter := deployment("v2.11.3")
+	q := intstr.FromString("25%")
+	quarter.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &q}}
+	for name, d := range map[string]*appsv1.Deployment{"chart": chart, "25%": quarter} {
+		if dec := Decide(d, Input{Triple: opted, OK: true}); !dec.Write {
+			t.Errorf("%s: %+v", name, dec)
+		}
 	}
 }
