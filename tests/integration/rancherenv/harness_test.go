@@ -192,15 +192,24 @@ type running struct {
 	cancel context.CancelFunc
 }
 
-// start runs the controller as the manager wires it: a wrangler Deployment
-// informer on the one Deployment by name, in the Rancher namespace.
+// start runs the controller as the manager wires it, counting its writes.
 func (e *env) start(t *testing.T) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	wc := &writeCounter{}
+	e.register(t, ctx, func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc })
+	return &running{writes: wc, cancel: cancel}
+}
+
+// register runs the controller until ctx ends as the manager wires it: a
+// wrangler Deployment informer on the one Deployment by name, in the
+// Rancher namespace; its writes go through a client whose transport wrap
+// returns.
+func (e *env) register(t *testing.T, ctx context.Context, wrap func(http.RoundTripper) http.RoundTripper) {
+	t.Helper()
 	cfg := rest.CopyConfig(cp.Config)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }
+	cfg.WrapTransport = wrap
 	clients, err := lassoclient.NewSharedClientFactory(cp.Config, &lassoclient.SharedClientFactoryOptions{Scheme: schemes.All})
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +236,6 @@ func (e *env) start(t *testing.T) *running {
 	if err := af.Start(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	return &running{writes: wc, cancel: cancel}
 }
 
 // quiet waits d and returns the writes counted meanwhile.

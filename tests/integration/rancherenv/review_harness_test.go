@@ -13,22 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rancher/lasso/pkg/cache"
-	lassoclient "github.com/rancher/lasso/pkg/client"
-	"github.com/rancher/wrangler/v2/pkg/generated/controllers/apps"
-	"github.com/rancher/wrangler/v2/pkg/generic"
-	"github.com/rancher/wrangler/v2/pkg/schemes"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
@@ -129,36 +117,9 @@ func (e *env) startWatched(t *testing.T, hook func()) *watched {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	w := &watched{cancel: cancel, hook: hook}
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+	e.register(t, ctx, func(rt http.RoundTripper) http.RoundTripper {
 		return &watchedTransport{t: t, ns: e.ns, w: w, next: rt}
-	}
-	clients, err := lassoclient.NewSharedClientFactory(cp.Config, &lassoclient.SharedClientFactoryOptions{Scheme: schemes.All})
-	if err != nil {
-		t.Fatal(err)
-	}
-	af, err := apps.NewFactoryFromConfigWithOptions(cp.Config, &generic.FactoryOptions{
-		SharedCacheFactory: cache.NewSharedCachedFactory(clients, &cache.SharedCacheFactoryOptions{
-			DefaultNamespace: e.ns,
-			DefaultTweakList: func(o *metav1.ListOptions) {
-				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", "rancher").String()
-			},
-		}),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
-	t.Cleanup(b.Shutdown)
-	rancherenv.Register(ctx, rancherenv.Options{
-		Namespace: e.ns, Name: "rancher", Deployments: af.Apps().V1().Deployment(),
-		Client: kubernetes.NewForConfigOrDie(cfg), Triples: e.provider,
-		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}), Log: quietLog(),
-	})
-	if err := af.Start(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
 	return w
 }
 
