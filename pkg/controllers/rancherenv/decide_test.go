@@ -35,31 +35,19 @@ func deployment(tag string, extra ...corev1.EnvVar) *appsv1.Deployment {
 	}
 }
 
-// apply runs Decide and applies its patch to d, as the apiserver would.
+// apply runs Decide and applies its patch to d, as the apiserver would
+// (applyTo, review_test.go).
 func apply(t *testing.T, d *appsv1.Deployment, in Input) (*appsv1.Deployment, Decision) {
 	t.Helper()
 	dec := Decide(d, in)
 	if !dec.Write {
 		return d, dec
 	}
-	body, err := PatchBody(d, dec)
+	got, err := applyTo(t, d, d, in)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("patch of %s/%s: %v", d.Namespace, d.Name, err)
 	}
-	p, err := jsonpatch.DecodePatch(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal(d)
-	out, err := p.Apply(raw)
-	if err != nil {
-		t.Fatalf("patch %s: %v", body, err)
-	}
-	var got appsv1.Deployment
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatal(err)
-	}
-	return &got, dec
+	return got, dec
 }
 
 func names(d *appsv1.Deployment) []string {
