@@ -1,30 +1,23 @@
 package admission_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -106,44 +99,7 @@ func (s *server) stop() {
 // ValidatingWebhookConfiguration, pointed at s by URL.
 func installWebhookConfig(t *testing.T, s *server) {
 	t.Helper()
-	out, err := exec.Command("bash", filepath.Join(root, "scripts/helm.sh")).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	b, err := exec.Command(lines[len(lines)-1], "template", "leasetune", filepath.Join(root, "charts/leasetune"),
-		"--kube-version", "1.30.0", "--set", "namespaceOverride="+s.ns).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	for {
-		doc, err := r.Read()
-		if err == io.EOF {
-			t.Fatal("no ValidatingWebhookConfiguration in the chart")
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Contains(doc, []byte("kind: ValidatingWebhookConfiguration")) {
-			continue
-		}
-		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-		if err := utilyaml.Unmarshal(doc, &vwc); err != nil {
-			t.Fatal(err)
-		}
-		for i := range vwc.Webhooks {
-			url := "https://" + s.addr + *vwc.Webhooks[i].ClientConfig.Service.Path
-			vwc.Webhooks[i].ClientConfig.Service, vwc.Webhooks[i].ClientConfig.URL = nil, &url
-		}
-		vwcs := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-		_ = vwcs.Delete(context.Background(), vwc.Name, metav1.DeleteOptions{})
-		if _, err := vwcs.Create(context.Background(), &vwc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = vwcs.Delete(context.Background(), vwc.Name, metav1.DeleteOptions{}) })
-		return
-	}
+	cp.InstallWebhookConfig(t, framework.RenderChart(t, "namespaceOverride="+s.ns), s.addr)
 }
 
 func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(cp.Config) }

@@ -52,19 +52,8 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	root, err := framework.RepoRoot()
-	if err == nil {
-		// The helm CLI the chart checks use (tools/helm), built once per
-		// machine; CI has built it for chart-lint already.
-		cmd := exec.Command(filepath.Join(root, "scripts", "helm.sh"))
-		cmd.Stderr = os.Stderr
-		var out []byte
-		if out, err = cmd.Output(); err == nil {
-			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-			helmBin = lines[len(lines)-1]
-		}
-	}
-	if err != nil {
+	var err error
+	if helmBin, err = framework.HelmPath(); err != nil {
 		fmt.Fprintf(os.Stderr, "helm: %v\n", err)
 		os.Exit(1)
 	}

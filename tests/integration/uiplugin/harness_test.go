@@ -1,7 +1,6 @@
 package uiplugin_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -13,14 +12,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -219,72 +215,26 @@ func insecure() *http.Client {
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 30 * time.Second}
 }
 
-// helm returns the path of the helm binary scripts/helm.sh builds.
 func helm(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("bash", filepath.Join(root, "scripts/helm.sh")).Output()
+	p, err := framework.HelmPath()
 	if err != nil {
-		t.Fatalf("scripts/helm.sh: %v", err)
+		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1]
+	return p
 }
 
 // render returns the chart's documents rendered with the given values.
 func render(t *testing.T, set ...string) [][]byte {
 	t.Helper()
-	args := []string{"template", "leasetune", filepath.Join(root, "charts/leasetune"), "--kube-version", "1.30.0"}
-	for _, s := range set {
-		args = append(args, "--set", s)
-	}
-	cmd := exec.Command(helm(t), args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, &stderr)
-	}
-	var docs [][]byte
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	for {
-		d, err := r.Read()
-		if err == io.EOF {
-			return docs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(bytes.TrimSpace(d)) > 0 {
-			docs = append(docs, d)
-		}
-	}
+	return framework.RenderChart(t, set...)
 }
 
 // installWebhookConfig installs the chart's ValidatingWebhookConfiguration,
 // pointed at s by URL.
 func installWebhookConfig(t *testing.T, s *server) {
 	t.Helper()
-	for _, doc := range render(t, "namespaceOverride="+s.ns) {
-		if !bytes.Contains(doc, []byte("kind: ValidatingWebhookConfiguration")) {
-			continue
-		}
-		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-		if err := utilyaml.Unmarshal(doc, &vwc); err != nil {
-			t.Fatal(err)
-		}
-		for i := range vwc.Webhooks {
-			u := "https://" + s.addr + *vwc.Webhooks[i].ClientConfig.Service.Path
-			vwc.Webhooks[i].ClientConfig.Service, vwc.Webhooks[i].ClientConfig.URL = nil, &u
-		}
-		vwcs := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-		_ = vwcs.Delete(context.Background(), vwc.Name, metav1.DeleteOptions{})
-		if _, err := vwcs.Create(context.Background(), &vwc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = vwcs.Delete(context.Background(), vwc.Name, metav1.DeleteOptions{}) })
-		return
-	}
-	t.Fatal("no ValidatingWebhookConfiguration in the chart")
+	cp.InstallWebhookConfig(t, render(t, "namespaceOverride="+s.ns), s.addr)
 }
 
 // resetSettings deletes every Setting object (with no webhook installed).

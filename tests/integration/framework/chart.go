@@ -1,0 +1,114 @@
+package framework
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+var (
+	helmOnce sync.Once
+	helmPath string
+	helmErr  error
+)
+
+// HelmPath returns the helm CLI the project pins (tools/helm), built once
+// per machine by scripts/helm.sh (its last line of output is the path).
+func HelmPath() (string, error) {
+	helmOnce.Do(func() {
+		root, err := RepoRoot()
+		if err != nil {
+			helmErr = err
+			return
+		}
+		var stderr bytes.Buffer
+		cmd := exec.Command("bash", filepath.Join(root, "scripts", "helm.sh"))
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			helmErr = fmt.Errorf("scripts/helm.sh: %w\n%s", err, stderr.String())
+			return
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		helmPath = lines[len(lines)-1]
+	})
+	return helmPath, helmErr
+}
+
+// RenderChart returns the documents of charts/leasetune rendered by helm
+// template (Kubernetes 1.30) with the given --set values.
+func RenderChart(t testing.TB, set ...string) [][]byte {
+	t.Helper()
+	helm, err := HelmPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"template", "leasetune", filepath.Join(root, "charts", "leasetune"), "--kube-version", "1.30.0"}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	cmd := exec.Command(helm, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, &stderr)
+	}
+	var docs [][]byte
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	for {
+		d, err := r.Read()
+		if err == io.EOF {
+			return docs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bytes.TrimSpace(d)) > 0 {
+			docs = append(docs, d)
+		}
+	}
+}
+
+// InstallWebhookConfig installs the ValidatingWebhookConfiguration among
+// docs (the rendered chart) with each webhook pointed by URL at
+// https://addr instead of the chart's Service, and removes it when t ends.
+func (c *ControlPlane) InstallWebhookConfig(t testing.TB, docs [][]byte, addr string) {
+	t.Helper()
+	for _, doc := range docs {
+		if !bytes.Contains(doc, []byte("kind: ValidatingWebhookConfiguration")) {
+			continue
+		}
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := utilyaml.Unmarshal(doc, &vwc); err != nil {
+			t.Fatal(err)
+		}
+		for i := range vwc.Webhooks {
+			u := "https://" + addr + *vwc.Webhooks[i].ClientConfig.Service.Path
+			vwc.Webhooks[i].ClientConfig.Service, vwc.Webhooks[i].ClientConfig.URL = nil, &u
+		}
+		vwcs := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+		_ = vwcs.Delete(context.Background(), vwc.Name, metav1.DeleteOptions{})
+		if _, err := vwcs.Create(context.Background(), &vwc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = vwcs.Delete(context.Background(), vwc.Name, metav1.DeleteOptions{}) })
+		return
+	}
+	t.Fatal("no ValidatingWebhookConfiguration in the chart")
+}
