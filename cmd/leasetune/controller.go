@@ -80,7 +80,7 @@ func newControllerCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the settings provider and the controllers that propagate the timings",
-		Long: `Run the settings provider and the fleetsettings and agentenv controllers.
+		Long: `Run the settings provider and the fleetsettings, agentenv and rancherenv controllers.
 
 Only the replica holding the Lease <namespace>/<lease-name> writes. Its own
 timings come from CATTLE_ELECTION_LEASE_DURATION, _RENEW_DEADLINE and

@@ -118,10 +118,11 @@ func newCleanupCommand() *cobra.Command {
 		Use:   "cleanup",
 		Short: "Remove the cluster agent env entries and the state leasetune wrote (lists first; --yes to do it)",
 		Long: `Remove what leasetune wrote to the downstream clusters (the CATTLE_ELECTION_*
-entries its record shows, and its annotations) and its state ConfigMaps.
-Without --yes it only lists them. Stop the controller first (uninstall the
-chart), or it writes them again. The Fleet Deployments and rancher-config
-keep their values: see the listing.`,
+entries its record shows, and its annotations), its state ConfigMaps, its
+webhook Secret, its Lease and its UIPlugin. Without --yes it only lists them.
+Stop the controller first (uninstall the chart), or it writes them again. The
+Fleet Deployments, rancher-config and the Rancher Deployment keep their values:
+see the listing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cs, dyn, err := pf.clients()

@@ -35,7 +35,9 @@ import (
 const WebhookSecretName = "leasetune-webhook-tls"
 
 // admissionReadTimeout bounds the live reads one admission request makes;
-// the webhook configuration gives the apiserver 10s to get an answer.
+// the chart's webhook configuration gives the apiserver 5s
+// (timeoutSeconds) to get an answer, so a read that cannot finish in time
+// fails here with a clear refusal rather than there with a timeout.
 const admissionReadTimeout = 5 * time.Second
 
 // certCheckInterval is the longest wait between failed looks at the

@@ -18,7 +18,7 @@ var (
 		Name: "leasetune_settings_applied_total",
 		Help: "Leader-election triples that validated and took effect, per component.",
 	}, []string{"component"})
-	// SettingsRefused counts refused setting changes, per component and rule.
+	// SettingsRefused counts refused setting changes, per component.
 	SettingsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "leasetune_settings_refused_total",
 		Help: "Setting changes refused because the resulting triple was invalid, per component.",
@@ -48,10 +48,10 @@ var (
 	// RancherLeftAlone is 1 for the reason the Rancher Deployment's
 	// CATTLE_ELECTION_* entries are not written now (rancherenv.Problem:
 	// "no-container", "version-unknown", "unsupported", "foreign",
-	// "not-ready"), 0 for the others.
+	// "not-ready", "unsafe-strategy"), 0 for the others.
 	RancherLeftAlone = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "leasetune_rancher_deployment_left_alone",
-		Help: "1 for the reason the Rancher Deployment's CATTLE_ELECTION_* entries are not written now (no-container, version-unknown, unsupported, foreign, not-ready).",
+		Help: "1 for the reason the Rancher Deployment's CATTLE_ELECTION_* entries are not written now (no-container, version-unknown, unsupported, foreign, not-ready, unsafe-strategy).",
 	}, []string{"reason"})
 	// AgentChannel is 1 for the detected Fleet agent channel and 0 for the others.
 	AgentChannel = prometheus.NewGaugeVec(prometheus.GaugeOpts{

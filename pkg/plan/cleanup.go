@@ -174,7 +174,10 @@ func (c *Cleanup) Print(w io.Writer, done bool) {
 Left in place: the CATTLE_ELECTION_* and FLEET_AGENT_ELECTION_* values on the Fleet
 Deployments and in rancher-config (removing them would send those processes back to
 wrangler's 2s retry; the next helm upgrade of Fleet resets them to the chart's values),
-the Setting objects (your values) and the Setting CRD.
+the Rancher Deployment's CATTLE_ELECTION_* entries and its leasetune.io/rancher-election-env
+annotation (a helm upgrade of Rancher keeps them; to remove them, set the
+rancher-leader-election-* settings back to their defaults while leasetune runs, and wait for
+the Rancher rollout it makes), the Setting objects (your values) and the Setting CRD.
 `)
 }
 
