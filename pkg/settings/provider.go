@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -102,6 +103,7 @@ type Provider struct {
 	log  *slog.Logger
 
 	syncMu sync.Mutex // serialises sync
+	synced atomic.Bool // a sync has completed (HasSynced)
 
 	mu        sync.RWMutex // guards the fields below
 	state     State        // as last persisted
@@ -440,8 +442,15 @@ func (p *Provider) sync(ctx context.Context) error {
 		return fmt.Errorf("durable state %s/%s: another writer stored other entries meanwhile; evaluating again",
 			p.opts.Namespace, p.opts.StateName)
 	}
+	p.synced.Store(true)
 	return nil
 }
+
+// HasSynced reports whether the provider has evaluated the Setting objects
+// at least once since it started: before that, Effective is the last good
+// triple from the durable state, and a triple the settings hold that waits
+// for the settle time (kept only in memory) is not known yet.
+func (p *Provider) HasSynced() bool { return p.synced.Load() }
 
 // ledger says what leasetune's writes have restarted so far in this
 // process (the restart ledger, metric leasetune_restarts_total), before

@@ -76,6 +76,10 @@ type pendingTriples interface {
 	Status(settings.Component) settings.ComponentStatus
 }
 
+// providerWait is how often the Deployment is looked at again while the
+// settings provider has not read the Settings yet.
+const providerWait = time.Second
+
 // pendingRecheck is how long after a pending triple's settle time the
 // Deployment is looked at again.
 const pendingRecheck = 500 * time.Millisecond
@@ -102,6 +106,13 @@ func Register(ctx context.Context, opts Options) *Controller {
 
 func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 	if d == nil || d.Namespace != c.opts.Namespace || d.Name != c.opts.Name {
+		return nil
+	}
+	if s, ok := c.opts.Triples.(interface{ HasSynced() bool }); ok && !s.HasSynced() {
+		// Until the provider has read the Settings once, a triple waiting
+		// in the settle time before a restart is not known: deciding now
+		// could write the last applied one just before it is replaced.
+		c.opts.Deployments.EnqueueAfter(d.Namespace, d.Name, providerWait)
 		return nil
 	}
 	in := Input{Version: c.opts.Version}

@@ -98,6 +98,8 @@ type env struct {
 	kc          string
 	mf          *management.Factory
 	provider    *settings.Provider
+	// triples, when set, is what the controller reads instead of provider.
+	triples settings.Triples
 	deployCtl   *deploymentController
 }
 
@@ -191,6 +193,13 @@ func (e *env) start(t *testing.T) *running {
 	return &running{writes: wc, cancel: cancel}
 }
 
+func (e *env) triplesRead() settings.Triples {
+	if e.triples != nil {
+		return e.triples
+	}
+	return e.provider
+}
+
 // register runs the controller until ctx ends as the manager wires it: a
 // wrangler Deployment informer on the one Deployment by name, in the
 // Rancher namespace; its writes go through a client whose transport wrap
@@ -219,7 +228,7 @@ func (e *env) register(t *testing.T, ctx context.Context, wrap func(http.RoundTr
 	t.Cleanup(b.Shutdown)
 	rancherenv.Register(ctx, rancherenv.Options{
 		Namespace: e.ns, Name: "rancher", Deployments: af.Apps().V1().Deployment(),
-		Client: kubernetes.NewForConfigOrDie(cfg), Triples: e.provider,
+		Client: kubernetes.NewForConfigOrDie(cfg), Triples: e.triplesRead(),
 		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}), Log: quietLog(),
 	})
 	if err := af.Start(ctx, 1); err != nil {

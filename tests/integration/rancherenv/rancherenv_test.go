@@ -5,6 +5,7 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/plan"
+	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
@@ -221,5 +223,37 @@ func TestPlan(t *testing.T) {
 	}
 	if len(r.Changes) != 0 || len(r.LeftAlone) != 1 || !strings.Contains(r.LeftAlone[0], "wrangler v1") {
 		t.Errorf("2.8.2: changes %v, left alone %v", r.Changes, r.LeftAlone)
+	}
+}
+
+// gated is the settings Provider as the controller sees it, with
+// HasSynced under the test's control.
+type gated struct {
+	*settings.Provider
+	synced atomic.Bool
+}
+
+func (g *gated) HasSynced() bool { return g.synced.Load() }
+
+// TestWaitsForTheProvidersFirstSync: until the settings provider has read
+// the Settings once (after a restart, a triple pending in the settle time
+// is known only then), nothing is written; then the write is made.
+func TestWaitsForTheProvidersFirstSync(t *testing.T) {
+	e := newEnv(t)
+	e.set(t, retryName, "5s")
+	framework.Eventually(t, "5s in effect", func() bool {
+		tr, ok := e.provider.Effective(settings.Rancher)
+		return ok && tr.RetryPeriod == 5*time.Second
+	})
+	g := &gated{Provider: e.provider}
+	e.triples = g
+	r := e.start(t)
+	if n := r.quiet(3 * time.Second); n != 0 || len(electionEnv(e.get(t))) != 0 {
+		t.Fatalf("%d writes before the provider's first sync, want none", n)
+	}
+	g.synced.Store(true)
+	framework.Eventually(t, "written once the provider has synced", func() bool { return len(electionEnv(e.get(t))) == 3 })
+	if n := r.writes.total.Load(); n != 1 {
+		t.Errorf("%d writes, want 1", n)
 	}
 }
