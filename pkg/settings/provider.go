@@ -102,7 +102,7 @@ type Provider struct {
 	opts ProviderOptions
 	log  *slog.Logger
 
-	syncMu sync.Mutex // serialises sync
+	syncMu sync.Mutex  // serialises sync
 	synced atomic.Bool // a sync has completed (HasSynced)
 
 	mu        sync.RWMutex // guards the fields below

@@ -99,8 +99,8 @@ type env struct {
 	mf          *management.Factory
 	provider    *settings.Provider
 	// triples, when set, is what the controller reads instead of provider.
-	triples settings.Triples
-	deployCtl   *deploymentController
+	triples   settings.Triples
+	deployCtl *deploymentController
 }
 
 // newEnv installs the Rancher chart with values, starts the Deployment
