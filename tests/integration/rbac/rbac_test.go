@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -252,6 +253,25 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 		sources = []obj{{agentenv.FleetClusterGVR, clusterNS, "edge-1"}, {agentenv.ManagementClusterGVR, "", legacy}, {agentenv.ProvisioningClusterGVR, clusterNS, "rke2"}}
 	}
 
+	// The Rancher Deployment (its rancher container, settled: envtest runs
+	// no Deployment controller, so the status is set here), whose
+	// CATTLE_ELECTION_* the chart lets leasetune patch by name.
+	one := int32(1)
+	rd, err := cp.Client.AppsV1().Deployments(rancherNS).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "rancher"},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rancher"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rancher"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "rancher", Image: "rancher/rancher:v2.11.3",
+					Env: []corev1.EnvVar{{Name: "CATTLE_NAMESPACE", Value: rancherNS}}}}}}},
+	}, metav1.CreateOptions{FieldManager: "helm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd.Status = appsv1.DeploymentStatus{ObservedGeneration: rd.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	if _, err := cp.Client.AppsV1().Deployments(rancherNS).UpdateStatus(ctx, rd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	sa := rest.CopyConfig(cp.Config)
 	sa.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + ns + ":leasetune",
@@ -261,6 +281,7 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 	go func() {
 		errc <- manager.Run(ctx, sa, manager.Config{
 			Namespace: ns, FleetNamespace: fleetNS, RancherNamespace: rancherNS, InstallCRDs: true,
+			RancherDeployment: "rancher", RancherEnv: true,
 			QPS: 100, Burst: 200, Workers: 2, LeaderElection: true, LeaseName: "leasetune", Identity: "rbac-test",
 			Timings:   election.Timings{LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second},
 			LookupEnv: func(string) (string, bool) { return "", false },
@@ -275,7 +296,8 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 		l, err := dyn.Resource(settingsGVR).List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == len(settings.Registry)
 	})
-	for name, value := range map[string]string{"fleet-leader-election-retry-period": "4s", "fleet-agent-leader-election-lease-duration": "40s"} {
+	for name, value := range map[string]string{"fleet-leader-election-retry-period": "4s", "fleet-agent-leader-election-lease-duration": "40s",
+		"rancher-leader-election-retry-period": "5s"} {
 		body, _ := json.Marshal(map[string]string{"value": value})
 		if _, err := dyn.Resource(settingsGVR).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
@@ -293,6 +315,14 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 			return got == want
 		})
 	}
+	eventually(t, "the Rancher Deployment's CATTLE_ELECTION_*", func() bool {
+		d, err := cp.Client.AppsV1().Deployments(rancherNS).Get(ctx, "rancher", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		got, found, err := election.CattlePrefix.FromEnv(d.Spec.Template.Spec.Containers[0].Env)
+		return found && err == nil && got == election.Timings{LeaseDuration: 45 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 5 * time.Second}
+	})
 	eventually(t, "rancher-config", func() bool {
 		c, err := cp.Client.CoreV1().ConfigMaps(rancherNS).Get(ctx, "rancher-config", metav1.GetOptions{})
 		return err == nil && strings.Contains(c.Data["fleet"], "retryPeriod: 4s") && strings.Contains(c.Data["fleet"], "leaseDuration: 40s")
