@@ -168,7 +168,7 @@ cannot be read or a gzip stream is truncated, 2 bad usage.`,
 	}
 	f := cmd.Flags()
 	f.Var(&top, "top", "number of request URIs to list")
-	f.StringVar(&output, "output", "text", "text or json")
+	f.StringVarP(&output, "output", "o", "text", "text or json")
 	tf.add(cmd)
 	f.StringVar(&kf.kubeconfig, "kubeconfig", "", "read the triples in effect from this cluster's Settings (default: the settings' defaults, 30s/25s/10s for Fleet, 45s/30s/2s for Rancher)")
 	f.StringVar(&ns, "namespace", defaultNamespace(), "leasetune's namespace (its state ConfigMap), with --kubeconfig")

@@ -107,7 +107,7 @@ triple meets the target, 2 bad usage.`,
 	f.Var(&controllerLocks, "controller-locks", "Fleet controller locks (Fleet v0.14: fleet-controller, agentmanagement, cleanup, gitops, helmops)")
 	f.Var(&alternatives, "alternatives", "rows in the table of alternatives")
 	f.BoolVar(&v030, "client-go-v030", false, "count requests as client-go v0.30+ makes them (the leader only updates)")
-	f.StringVar(&output, "output", "text", "text or json")
+	f.StringVarP(&output, "output", "o", "text", "text or json")
 	f.StringVar(&kf.kubeconfig, "kubeconfig", "", "with --clusters: read the triples in effect from this cluster's Settings (default: the settings' defaults)")
 	f.StringVar(&ns, "namespace", defaultNamespace(), "leasetune's namespace (its state ConfigMap), with --kubeconfig")
 	return cmd

@@ -219,7 +219,7 @@ func run() error {
 	}
 
 	// The /v3/settings API: a token of a ServiceAccount with a role for the
-	// six settings, and the webhook's CA (leasetune makes it at start).
+	// nine settings, and the webhook's CA (leasetune makes it at start).
 	token, err := settingsAPIToken(ctx, cs, namespace)
 	if err != nil {
 		if ctx.Err() != nil { // Ctrl-C meanwhile
@@ -266,7 +266,7 @@ Settings: kubectl get settings | grep leader-election     Metrics: http://127.0.
 
 The Rancher-compatible /v3/settings API, at https://%[4]s/v3/settings (TLS with the CA of the
 Secret %[6]s/%[7]s, written to %[5]s), with a token of the
-ServiceAccount %[6]s/%[8]s (a ClusterRole to get, list, update and patch the six settings):
+ServiceAccount %[6]s/%[8]s (a ClusterRole to get, list, update and patch the nine settings):
   export TOKEN=%[9]s
   curl --cacert %[5]s -H "Authorization: Bearer $TOKEN" https://%[4]s/v3/settings/fleet-leader-election-retry-period
   curl --cacert %[5]s -H "Authorization: Bearer $TOKEN" -X PUT -d '{"value":"6s"}' https://%[4]s/v3/settings/fleet-leader-election-retry-period

@@ -25,7 +25,7 @@ import (
 const settingsEditor = "settings-editor"
 
 // settingsAPIToken creates the ServiceAccount settingsEditor in ns with a
-// ClusterRole for the six settings (get, update and patch by name; list,
+// ClusterRole for the nine settings (get, update and patch by name; list,
 // which RBAC cannot limit by name, for GET /v3/settings) and returns a token
 // for it from the TokenRequest API. The API acts with the caller's token, so
 // these are the rights it needs.

@@ -250,7 +250,14 @@ func (r *Report) planRancher(ctx context.Context, cs kubernetes.Interface, opts 
 	}
 	d, err := cs.AppsV1().Deployments(opts.RancherNamespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil // no Rancher here
+		// No Rancher here: the rancher-leader-election-* settings reach
+		// nothing. Said only when they are set to something else than
+		// what Rancher runs anyway.
+		if st := r.Triples[settings.Rancher]; st.HasEffective && st.Effective != election.WranglerDefaults {
+			r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("Deployment %s/%s: not found, so the rancher-leader-election-* settings (%s) reach no Rancher here (--rancher-namespace, --rancher-deployment)",
+				opts.RancherNamespace, name, st.Effective))
+		}
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("read Deployment %s/%s: %w", opts.RancherNamespace, name, err)
@@ -586,7 +593,11 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	if len(r.Changes) == 0 {
-		fmt.Fprintln(w, "No writes: everything is converged.")
+		if len(r.LeftAlone) == 0 {
+			fmt.Fprintln(w, "No writes: everything is converged.")
+		} else {
+			fmt.Fprintln(w, "No writes now: what is not converged is left alone or waits, below.")
+		}
 	}
 	sort.SliceStable(r.Changes, func(i, j int) bool { return r.Changes[i].Object < r.Changes[j].Object })
 	restart := map[string]bool{}

@@ -28,6 +28,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
@@ -742,6 +743,13 @@ func (c *Controller) synced(key string) {
 	took := time.Since(g.at).Round(time.Millisecond)
 	msg := fmt.Sprintf("the agent triple %s is propagated (%s): %d cluster(s) had CATTLE_ELECTION_* written to their agent env and %d had leasetune's entries removed, each redeploying its fleet-agent (%d also cattle-cluster-agent, %d re-planning every node); %d cluster(s) are left alone (their leasetune.io/agent-env-status annotation says why)",
 		g.triple, took, g.written, g.removed, g.cattle, g.replans, left)
+	if g.written+g.removed == 0 {
+		msg = fmt.Sprintf("the agent triple %s needed no change of any cluster's agent env (%s)", g.triple, took)
+		if ch, ok := c.opts.Channels.Channel(); ok && ch == fleet.ChannelAgentManagement {
+			msg += "; on this Fleet the agents get it from fleet-agentmanagement (FLEET_AGENT_ELECTION_* on the fleet-controller Deployment), which re-renders every agent when it restarts"
+		}
+		msg += fmt.Sprintf("; %d cluster(s) are left alone (their leasetune.io/agent-env-status annotation says why)", left)
+	}
 	c.log.Info("agent triple propagated", "timings", g.triple.String(), "took", took.String(), "written", g.written,
 		"removed", g.removed, "cattleClusterAgents", g.cattle, "nodePlans", g.replans, "leftAlone", left)
 	if c.opts.Recorder == nil {
