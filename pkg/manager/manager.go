@@ -227,6 +227,15 @@ func startIndex(ctx context.Context, rc *rest.Config, cs kubernetes.Interface) *
 	return ix
 }
 
+// agentsOf counts the fleet Clusters in ix's cache, one fleet-agent each
+// (nil when ix is).
+func agentsOf(ix *agentenv.Index) func() int {
+	if ix == nil {
+		return nil
+	}
+	return func() int { return len(ix.Informer().GetStore().ListKeys()) }
+}
+
 // judgeWith is the AgentJudge over ix (nil when ix is).
 func judgeWith(ix *agentenv.Index) AgentJudge {
 	if ix == nil {
@@ -358,7 +367,7 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 	fs, err := fleetsettings.Register(ctx, fleetsettings.Options{
 		Namespace: cfg.FleetNamespace, RancherNamespace: cfg.RancherNamespace, StateNamespace: cfg.Namespace,
 		ChannelOverride: cfg.ChannelOverride, Deployments: af.Apps().V1().Deployment(), ConfigMaps: cf.Core().V1().ConfigMap(),
-		Client: cs, Triples: provider, Recorder: recorder, Log: log, CheckAgentTriple: judge,
+		Client: cs, Triples: provider, Recorder: recorder, Log: log, CheckAgentTriple: judge, Agents: agentsOf(ix),
 	})
 	if err != nil {
 		return err

@@ -54,6 +54,12 @@ type Options struct {
 	// is. Only consulted on Fleet v0.13+, where the global triple combines
 	// with the clusters' own entries.
 	CheckAgentTriple func(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) error
+	// Agents, when set, counts the fleet-agents (one per fleet Cluster):
+	// a write of FLEET_AGENT_ELECTION_* redeploys every one of them
+	// (fleet-agentmanagement re-renders every agent bundle when it restarts
+	// with new values, DESIGN.md section 2), which the restart ledger
+	// (metrics.Restarts "fleet-agent") counts.
+	Agents func() int
 	// Recorder records Events; may be nil.
 	Recorder record.EventRecorder
 	// Log receives structured logs; slog.Default() when nil.
@@ -280,6 +286,9 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 	}
 	c.wrote("deployment", d.Namespace+"/"+d.Name)
 	metrics.Restarts.WithLabelValues("deployment-rollout").Inc()
+	if redeploysAgents(changes) && c.opts.Agents != nil {
+		metrics.Restarts.WithLabelValues("fleet-agent").Add(float64(c.opts.Agents()))
+	}
 	var names []string
 	for _, ch := range changes {
 		names = append(names, ch.Container)
@@ -294,6 +303,18 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 		"entries", entries, "channel", in.Channel)
 	c.log.Debug("deployment env patch", "deployment", d.Namespace+"/"+d.Name, "patch", string(body))
 	return nil
+}
+
+// redeploysAgents reports whether changes write FLEET_AGENT_ELECTION_*.
+func redeploysAgents(changes []ContainerEnv) bool {
+	for _, ch := range changes {
+		for _, e := range ch.Env {
+			if election.FleetAgentPrefix.Owns(e.Name) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // syncRancherConfig keeps leaderElection.* and agent.leaderElection.* under

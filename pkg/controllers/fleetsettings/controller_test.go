@@ -17,6 +17,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -95,5 +96,41 @@ func TestEnqueueAll(t *testing.T) {
 	c.EnqueueAll()
 	if n := len(cs.Actions()); n != 0 {
 		t.Errorf("%d API calls", n)
+	}
+}
+
+// TestAgentRedeploysAreCounted: a write of FLEET_AGENT_ELECTION_* on
+// fleet-agentmanagement redeploys every fleet-agent, and the restart
+// ledger counts them all; a write of the controller triple alone counts
+// no agent.
+func TestAgentRedeploysAreCounted(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		tr         fixedTriples
+		wantAgents float64
+	}{
+		{"agent triple", fixedTriples{settings.FleetController: election.FleetDefaults, settings.FleetAgent: five}, 7},
+		{"controller triple", fixedTriples{settings.FleetController: five, settings.FleetAgent: election.FleetDefaults}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctl, cs, _, _ := newTestController(t, c.tr, gomock.NewController(t))
+			ctl.opts.Agents = func() int { return 7 }
+			d := deployment("fleet-controller", corev1.Container{Name: fleet.AgentManagementContainer, Env: append(append([]corev1.EnvVar{}, fleetEnv...), agentEnv...)})
+			d.Namespace = "cattle-fleet-system"
+			if err := cs.Tracker().Add(d); err != nil {
+				t.Fatal(err)
+			}
+			before := metrics.RestartTotals()
+			if err := ctl.syncDeployment(context.Background(), d); err != nil {
+				t.Fatal(err)
+			}
+			after := metrics.RestartTotals()
+			if got := after["fleet-agent"] - before["fleet-agent"]; got != c.wantAgents {
+				t.Errorf("fleet-agent redeploys counted: %v, want %v", got, c.wantAgents)
+			}
+			if got := after["deployment-rollout"] - before["deployment-rollout"]; got != 1 {
+				t.Errorf("rollouts counted: %v, want 1", got)
+			}
+		})
 	}
 }
