@@ -21,6 +21,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -189,6 +190,7 @@ func run() error {
 	if err := seed(ctx, cs, dynamic.NewForConfigOrDie(cfg)); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
+	go rolloutStandIn(ctx, cs)
 	// The chart's webhook configuration, pointed at the local server;
 	// leasetune fills in its caBundle before its controllers start.
 	if err := installWebhook(ctx, cs, webhookYAML, webhookAddr); err != nil {
@@ -259,6 +261,13 @@ refused at the door, and the sample's are reported on their clusters:
   kubectl -n fleet-default annotate clusters.fleet.cattle.io edge-1 election.cattle.io/retry-period=20s --overwrite
   kubectl -n fleet-default get clusters.fleet.cattle.io edge-1 -o jsonpath='{.metadata.annotations.leasetune\.io/agent-env-status}'
   kubectl -n fleet-default get events --field-selector involvedObject.name=edge-2
+Rancher's own lock kube-system/cattle-controllers (the sample's Rancher Deployment, v2.10.3, 3
+replicas; make run marks its rollouts done, standing in for kube-controller-manager): the
+rancher-leader-election-* settings start at Rancher's 45s/30s/2s and write nothing; a change rolls
+every Rancher replica once:
+  kubectl patch setting rancher-leader-election-retry-period --type merge -p '{"value":"10s"}'
+  kubectl -n cattle-system get deploy rancher -o jsonpath='{.spec.template.spec.containers[0].env}'
+  kubectl -n cattle-system get events --field-selector involvedObject.name=rancher
 Every write leasetune would make now, without making it; and what it wrote, to remove it:
   %[3]s plan --kubeconfig %[1]s --namespace leasetune-system
   %[3]s cleanup --kubeconfig %[1]s --namespace leasetune-system   (lists; --yes removes)
@@ -284,8 +293,39 @@ Ctrl-C stops everything: leasetune first (it releases its Lease), then the contr
 	}
 }
 
-// seed creates the namespaces, the Fleet Deployments, rancher-config and
-// the clusters of the sample installation.
+// rolloutStandIn stands in for kube-controller-manager's Deployment
+// controller, which the local control plane does not run, for the Rancher
+// Deployment only: a second after its spec changes (a new generation) it
+// reports the rollout done (every replica updated and available), as the
+// real controller's status would once the new pods are ready; leasetune
+// writes the Rancher Deployment only when it is rolled out. It looks every
+// half second until ctx ends.
+func rolloutStandIn(ctx context.Context, cs kubernetes.Interface) {
+	deps := cs.AppsV1().Deployments("cattle-system")
+	for ctx.Err() == nil {
+		if d, err := deps.Get(ctx, "rancher", metav1.GetOptions{}); err == nil && d.Status.ObservedGeneration < d.Generation {
+			time.Sleep(time.Second)
+			want := int32(1)
+			if d.Spec.Replicas != nil {
+				want = *d.Spec.Replicas
+			}
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: want, UpdatedReplicas: want,
+				ReadyReplicas: want, AvailableReplicas: want, Conditions: []appsv1.DeploymentCondition{{
+					Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable",
+					Message: "make run's stand-in for kube-controller-manager"}}}
+			if _, err := deps.UpdateStatus(ctx, d, metav1.UpdateOptions{FieldManager: "make-run-rollout-stand-in"}); err == nil && d.Generation > 1 {
+				fmt.Printf("make run: the Rancher Deployment's rollout of generation %d is done (a stand-in for kube-controller-manager)\n", d.Generation)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// seed creates the namespaces, the Fleet Deployments, the Rancher
+// Deployment, rancher-config and the clusters of the sample installation.
 func seed(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface) error {
 	for _, ns := range []string{"cattle-fleet-system", "cattle-system", "leasetune-system", "fleet-local", "fleet-default"} {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -296,6 +336,9 @@ func seed(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface) e
 		if _, err := cs.AppsV1().Deployments("cattle-fleet-system").Create(ctx, d, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
 			return err
 		}
+	}
+	if _, err := cs.AppsV1().Deployments("cattle-system").Create(ctx, rancherDeployment(), metav1.CreateOptions{FieldManager: "helm"}); err != nil {
+		return err
 	}
 	if _, err := cs.CoreV1().ConfigMaps("cattle-system").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "rancher-config"}, Data: map[string]string{"fleet": rancherConfigFleetValues},

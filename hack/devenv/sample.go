@@ -5,11 +5,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // The sample installation: Fleet v0.14 as its chart renders it (three
 // Deployments, the election env at the chart's 30s/25s/10s), Rancher's
-// rancher-config, and five downstream clusters of every kind.
+// Deployment and rancher-config, and downstream clusters of every kind.
 
 func env(kv ...string) []corev1.EnvVar {
 	out := []corev1.EnvVar{{Name: "NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}
@@ -122,5 +123,35 @@ func clusters() []*unstructured.Unstructured {
 			map[string]interface{}{"agentEnvVars": proxy, "agentTolerations": tolerations}),
 		u(fleetV, "Cluster", "fleet-default", "edge-2", nil, nil,
 			map[string]interface{}{"agentEnvVars": envList("CATTLE_ELECTION_RETRY_PERIOD", "3s"), "agentTolerations": tolerations}),
+	}
+}
+
+// rancherDeployment is the Rancher Deployment as Rancher's chart renders it
+// with its defaults (rancher/rancher chart/templates/deployment.yaml at
+// v2.10.3: 3 replicas, RollingUpdate with maxSurge 1 and maxUnavailable 1,
+// the container "rancher" with its four env entries), trimmed to what
+// leasetune reads. v2.10.3, so that the imported clusters' source stays the
+// provisioning Cluster as the sample describes (v2.11+ makes it the
+// management Cluster).
+func rancherDeployment() *appsv1.Deployment {
+	three := int32(3)
+	one := intstr.FromInt32(1)
+	labels := map[string]string{"app": "rancher"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "rancher", Labels: map[string]string{"app": "rancher", "chart": "rancher-2.10.3", "heritage": "Helm", "release": "rancher"}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &three,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &one}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rancher", "release": "rancher"}},
+				Spec: corev1.PodSpec{ServiceAccountName: "rancher", Containers: []corev1.Container{{
+					Name: "rancher", Image: "rancher/rancher:v2.10.3",
+					Env: []corev1.EnvVar{{Name: "CATTLE_NAMESPACE", Value: "cattle-system"}, {Name: "CATTLE_PEER_SERVICE", Value: "rancher"},
+						{Name: "IMPERATIVE_API_DIRECT", Value: "true"}, {Name: "IMPERATIVE_API_APP_SELECTOR", Value: "rancher"}},
+				}}},
+			},
+		},
 	}
 }
