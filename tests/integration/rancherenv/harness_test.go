@@ -104,42 +104,11 @@ type env struct {
 }
 
 // newEnv installs the Rancher chart with values, starts the Deployment
-// controller double and the settings Provider (settle time 0).
+// controller double and the settings Provider (settle time 0, no env
+// overrides): newEnvWith with no options.
 func newEnv(t *testing.T, values ...string) *env {
 	t.Helper()
-	e := &env{ns: cp.Namespace(t), stateNS: cp.Namespace(t), kc: kubeconfig(t)}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	e.deployCtl = startDeploymentController(t, ctx, e.ns)
-	helm(t, e.kc, e.ns, append([]string{"install", "rancher", chartDir(t)}, values...)...)
-	framework.Eventually(t, "the Deployment rolled out", func() bool {
-		ok, _ := rancherenv.Settled(e.get(t))
-		return ok
-	})
-	// Settings are cluster-scoped: each test starts from unset values.
-	mf, err := management.NewFactoryFromConfig(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range settings.Of(settings.Rancher) {
-		if s, err := mf.Management().V3().Setting().Get(d.Name, metav1.GetOptions{}); err == nil && s.Value != "" {
-			body, _ := json.Marshal(map[string]string{"value": ""})
-			_, _ = mf.Management().V3().Setting().Patch(d.Name, types.MergePatchType, body)
-		}
-	}
-	e.mf = mf
-	e.provider = settings.NewProvider(settings.ProviderOptions{
-		Settings: mf.Management().V3().Setting(), ConfigMaps: cp.Client.CoreV1(), Namespace: e.stateNS,
-		LookupEnv: func(string) (string, bool) { return "", false },
-		Log:       quietLog(),
-	})
-	if err := e.provider.Register(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := mf.Start(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return newEnvWith(t, envOptions{}, values...)
 }
 
 func quietLog() *slog.Logger {
