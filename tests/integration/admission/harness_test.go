@@ -107,15 +107,7 @@ func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(cp.Config) }
 // resetSettings deletes every Setting object (no webhook is installed then).
 func resetSettings(t *testing.T) {
 	t.Helper()
-	_ = cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), "leasetune", metav1.DeleteOptions{})
-	l, _ := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
-	for _, it := range l.Items {
-		_ = dyn().Resource(settingsGVR).Delete(context.Background(), it.GetName(), metav1.DeleteOptions{})
-	}
-	eventually(t, "settings gone", func() bool {
-		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
-		return err == nil && len(l.Items) == 0
-	})
+	cp.ResetSettings(t)
 }
 
 // patchValue writes value as an admin would with kubectl.

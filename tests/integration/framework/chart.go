@@ -14,7 +14,9 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
 )
 
 var (
@@ -111,4 +113,24 @@ func (c *ControlPlane) InstallWebhookConfig(t testing.TB, docs [][]byte, addr st
 		return
 	}
 	t.Fatal("no ValidatingWebhookConfiguration in the chart")
+}
+
+// ResetSettings deletes the webhook configuration "leasetune" (so that
+// nothing refuses the deletes) and every Setting object, and waits until
+// none is left: each test that needs fresh Settings starts from none.
+func (c *ControlPlane) ResetSettings(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	_ = c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "leasetune", metav1.DeleteOptions{})
+	res := dynamic.NewForConfigOrDie(c.Config).Resource(schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"})
+	l, _ := res.List(ctx, metav1.ListOptions{})
+	if l != nil {
+		for _, it := range l.Items {
+			_ = res.Delete(ctx, it.GetName(), metav1.DeleteOptions{})
+		}
+	}
+	Eventually(t, "settings gone", func() bool {
+		l, err := res.List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0
+	})
 }

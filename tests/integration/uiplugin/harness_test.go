@@ -240,15 +240,7 @@ func installWebhookConfig(t *testing.T, s *server) {
 // resetSettings deletes every Setting object (with no webhook installed).
 func resetSettings(t *testing.T) {
 	t.Helper()
-	_ = cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), "leasetune", metav1.DeleteOptions{})
-	l, _ := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
-	for _, it := range l.Items {
-		_ = dyn().Resource(settingsGVR).Delete(context.Background(), it.GetName(), metav1.DeleteOptions{})
-	}
-	eventually(t, "settings gone", func() bool {
-		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
-		return err == nil && len(l.Items) == 0
-	})
+	cp.ResetSettings(t)
 }
 
 // settingValue reads a Setting's value.
