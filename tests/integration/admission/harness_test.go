@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -36,15 +35,7 @@ type server struct {
 	done     chan error
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
 
 // startServer runs the manager as the project's service account (so its own
 // writes are exempt, as in a real installation) with the given env for the

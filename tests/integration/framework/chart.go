@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -133,4 +134,16 @@ func (c *ControlPlane) ResetSettings(t testing.TB) {
 		l, err := res.List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
+}
+
+// FreeAddr returns a loopback address with a port free now, for a server a
+// test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -47,15 +46,7 @@ func TestMain(m *testing.M) { os.Exit(framework.Main(m, &cp, framework.Options{}
 
 var settingsGVR = v3.SchemeGroupVersion.WithResource("settings")
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
 
 func get(url string) (int, string) {
 	c := http.Client{Timeout: 5 * time.Second}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -58,15 +57,7 @@ func consistently(t *testing.T, what string, d time.Duration, cond func() bool) 
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
 
 // installUIPluginCRD installs Rancher's UIPlugin CRD (testdata, from
 // rancher/rancher v2.11.3) if it is not there and waits until it is
