@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -52,6 +53,7 @@ type event struct {
 // request is one API request (all stages of one auditID folded).
 type request struct {
 	user, verb, resource string
+	name                 string // objectRef.name ("" for a list or a non-resource URL)
 	code                 int // 0 while only ResponseStarted was seen (an open watch)
 	received, done       time.Time
 }
@@ -125,6 +127,9 @@ func (a *auditLog) add(e *event) {
 			res = res[:i]
 		}
 		r = &request{user: e.User.Username, verb: e.Verb, resource: res, received: e.Received}
+		if e.ObjectRef != nil {
+			r.name = e.ObjectRef.Name
+		}
 		a.byID[e.AuditID] = r
 		a.reqs = append(a.reqs, r)
 	}
@@ -153,6 +158,8 @@ func (a *auditLog) filter(user string, from, to time.Time, match func(*request) 
 }
 
 func (a *auditLog) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.f != nil {
 		_ = a.f.Close()
 	}
@@ -161,6 +168,37 @@ func (a *auditLog) close() {
 // clusterPatch matches an accepted PATCH of a fleet Cluster.
 func clusterPatch(r *request) bool {
 	return r.verb == "patch" && r.resource == "clusters.fleet.cattle.io" && r.code >= 200 && r.code < 300
+}
+
+// patchedClusters counts the fleet Clusters user has written (accepted
+// PATCHes, each cluster once) in requests received from since on.
+func (a *auditLog) patchedClusters(user string, since time.Time) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seen := map[string]bool{}
+	for _, r := range a.reqs {
+		if r.user == user && !r.received.Before(since) && clusterPatch(r) {
+			seen[r.name] = true
+		}
+	}
+	return len(seen)
+}
+
+// follow polls the log every interval until ctx ends, so that the bench
+// reads it as it grows in every phase alike (the floor's included).
+func (a *auditLog) follow(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := a.poll(); err != nil {
+				fmt.Fprintln(os.Stderr, "bench: audit log:", err)
+			}
+		}
+	}
 }
 
 // isWrite is a mutating verb.

@@ -43,10 +43,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -169,6 +167,11 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	defer os.RemoveAll(dir)
 	res := results{n: o.n, memLimit: o.memLimit, load: loadAvg(), rest: o.rest}
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return err
+		}
+	}
 
 	// The control plane, with an audit log.
 	policy := filepath.Join(dir, "audit-policy.yaml")
@@ -196,6 +199,9 @@ func run(ctx context.Context, o options) (err error) {
 		Set("audit-policy-file", policy).
 		Set("audit-log-path", auditPath).
 		Set("bind-address", "127.0.0.1")
+	if o.profile != "" {
+		env.ControlPlane.APIServer.Configure().Set("profiling", "true")
+	}
 	logf("starting kube-apiserver and etcd (audit log %s)", auditPath)
 	cfg, err := env.Start()
 	if err != nil {
@@ -215,6 +221,9 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	audit := newAuditLog(auditPath)
 	defer audit.close()
+	followCtx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	go audit.follow(followCtx, 500*time.Millisecond)
 
 	if err := setup(ctx, cs, o); err != nil {
 		return fmt.Errorf("setup: %w", err)
@@ -271,7 +280,21 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	logf("raw-PATCH floor: %d merge patches of spec.agentEnvVars, %d workers, QPS %d burst %d", o.n, workers, qps, burst)
+	var apiProf sync.WaitGroup // the kube-apiserver's CPU profiles (-profile), one at a time
+	defer apiProf.Wait()
+	apiserverProfile := func(name string) {
+		if o.profile == "" {
+			return
+		}
+		apiProf.Wait()
+		apiProf.Add(1)
+		go func() {
+			defer apiProf.Done()
+			fetchAPIServerProfile(ctx, cfg, apiProfSecs, filepath.Join(o.profile, name))
+		}()
+	}
 	cp0 := childrenCPU("kube-apiserver", "etcd")
+	apiserverProfile("apiserver-floor.pb.gz")
 	floorStart := time.Now()
 	if err := parallel(ctx, o.n, workers, func(ctx context.Context, i int) error {
 		return patchEnv(ctx, i, append(userEnv(i), electionEnv("30s", "25s", "10s")...))
@@ -290,13 +313,6 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	res.floorWrites = len(audit.filter(floorUser, floorStart, floorStart.Add(res.floor), clusterPatch))
 	logf("floor %s (%d patches in the audit log), restore %s", res.floor.Round(time.Millisecond), res.floorWrites, res.restore.Round(time.Millisecond))
-
-	// The bench's view of every cluster's triple, from a watch.
-	w := newWatcher(dyn)
-	if err := w.start(ctx); err != nil {
-		return err
-	}
-	defer w.stop()
 
 	// (2) leasetune, initial convergence.
 	if err := runBuild(ctx); err != nil {
@@ -405,12 +421,15 @@ func run(ctx context.Context, o options) (err error) {
 		}
 	}
 
-	logf("waiting until every cluster has the triple")
-	if err := waitFor(ctx, o.convergenceTimeout, alive, func() bool { return w.count(func(t triple) bool { return t.ok }) == o.n }); err != nil {
-		return fmt.Errorf("initial convergence: %w (%d of %d clusters have a triple)", err, w.count(func(t triple) bool { return t.ok }), o.n)
+	logf("waiting until leasetune has written every cluster (audit log)")
+	if err := waitFor(ctx, o.convergenceTimeout, alive, func() bool { return audit.patchedClusters(leasetuneUser, t0) >= o.n }); err != nil {
+		return fmt.Errorf("initial convergence: %w (%d of %d clusters written)", err, audit.patchedClusters(leasetuneUser, t0), o.n)
 	}
 	res.cpInitial = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
 	quiet(ctx, audit, t0)
+	if got, err := countTriples(ctx, dyn, func(t triple) bool { return t.ok }); err != nil || got != o.n {
+		return fmt.Errorf("initial convergence: %d of %d clusters have a triple (%v)", got, o.n, err)
+	}
 	s := sample()
 	if pprofAddr != "" {
 		fetchProfile(pprofAddr, "heap", filepath.Join(o.profile, "heap-initial.pb.gz"))
@@ -452,20 +471,23 @@ func run(ctx context.Context, o options) (err error) {
 		go func() {
 			defer profWG.Done()
 			<-initialProfiled
-			fetchProfile(pprofAddr, "profile?seconds="+strconv.Itoa(profSecs), filepath.Join(o.profile, "cpu-change.pb.gz"))
+			fetchProfile(pprofAddr, "profile?seconds="+strconv.Itoa(apiProfSecs), filepath.Join(o.profile, "cpu-change.pb.gz"))
 		}()
 	}
+	apiserverProfile("apiserver-change.pb.gz")
 	tChange := time.Now()
 	if _, err := dyn.Resource(settingGVR).Patch(ctx, changedSetting, types.MergePatchType,
 		[]byte(`{"value":"`+changedValue+`"}`), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("patch setting: %w", err)
 	}
-	done := func(t triple) bool { return t.ok && t.rp == want }
-	if err := waitFor(ctx, o.convergenceTimeout, alive, func() bool { return w.count(done) == o.n }); err != nil {
-		return fmt.Errorf("global change: %w (%d of %d clusters have retry period %s)", err, w.count(done), o.n, changedValue)
+	if err := waitFor(ctx, o.convergenceTimeout, alive, func() bool { return audit.patchedClusters(leasetuneUser, tChange) >= o.n }); err != nil {
+		return fmt.Errorf("global change: %w (%d of %d clusters written)", err, audit.patchedClusters(leasetuneUser, tChange), o.n)
 	}
 	res.cpChange = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
 	quiet(ctx, audit, tChange)
+	if got, err := countTriples(ctx, dyn, func(t triple) bool { return t.ok && t.rp == want }); err != nil || got != o.n {
+		return fmt.Errorf("global change: %d of %d clusters have retry period %s (%v)", got, o.n, changedValue, err)
+	}
 	s3 := sample()
 	res.cpuChange, res.rssAfterChange = s3.cpu-s2.cpu, s3.rssKiB
 	changeReqs := audit.filter(leasetuneUser, tChange, time.Now(), nil)
@@ -706,57 +728,30 @@ func tripleOf(u *unstructured.Unstructured) triple {
 	return t
 }
 
-// watcher keeps the triple of every fleet Cluster, from a watch by the
-// bench's admin user (not in the audit log).
-type watcher struct {
-	mu      sync.Mutex
-	triples map[string]triple
-	stopCh  chan struct{}
-	inf     cache.SharedIndexInformer
-}
-
-func newWatcher(dyn dynamic.Interface) *watcher {
-	w := &watcher{triples: map[string]triple{}, stopCh: make(chan struct{})}
-	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, clusterNamespace, nil)
-	w.inf = f.ForResource(fleetClusterGVR).Informer()
-	// Keep only the name: the triple goes to the map.
-	_ = w.inf.SetTransform(func(obj interface{}) (interface{}, error) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return obj, nil
-		}
-		w.mu.Lock()
-		w.triples[u.GetName()] = tripleOf(u)
-		w.mu.Unlock()
-		slim := &unstructured.Unstructured{}
-		slim.SetName(u.GetName())
-		slim.SetNamespace(u.GetNamespace())
-		slim.SetResourceVersion(u.GetResourceVersion())
-		return slim, nil
-	})
-	return w
-}
-
-func (w *watcher) start(ctx context.Context) error {
-	go w.inf.Run(w.stopCh)
-	if !cache.WaitForCacheSync(ctx.Done(), w.inf.HasSynced) {
-		return errors.New("bench watch did not sync")
-	}
-	return nil
-}
-
-func (w *watcher) stop() { close(w.stopCh) }
-
-func (w *watcher) count(f func(triple) bool) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// countTriples lists every fleet Cluster (in pages, as the bench's admin
+// user, which the audit log leaves out) and counts those whose triple f
+// accepts. The bench calls it only after a phase's timing has ended: a
+// watch of every cluster during a phase would make the apiserver encode
+// and send every written object once more, and the bench decode it on the
+// same cores, which the raw-PATCH floor does not pay.
+func countTriples(ctx context.Context, dyn dynamic.Interface, f func(triple) bool) (int, error) {
 	n := 0
-	for _, t := range w.triples {
-		if f(t) {
-			n++
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		page, err := dyn.Resource(fleetClusterGVR).Namespace(clusterNamespace).List(ctx, opts)
+		if err != nil {
+			return 0, err
 		}
+		for i := range page.Items {
+			if f(tripleOf(&page.Items[i])) {
+				n++
+			}
+		}
+		if page.GetContinue() == "" {
+			return n, nil
+		}
+		opts.Continue = page.GetContinue()
 	}
-	return n
 }
 
 // printTable prints the results as one Markdown table, then the request
@@ -830,6 +825,42 @@ func buildProfiled(ctx context.Context, dir string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "build", "-overlay", overlay, "-o", out, "./cmd/leasetune")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return out, cmd.Run()
+}
+
+// apiProfSecs is how long each kube-apiserver CPU profile lasts, from
+// the start of the floor and of the global change (both take longer).
+const apiProfSecs = 30
+
+// fetchAPIServerProfile saves the kube-apiserver's CPU profile of the next
+// secs seconds (its /debug/pprof, as the admin user) to path.
+func fetchAPIServerProfile(ctx context.Context, cfg *rest.Config, secs int, path string) {
+	c, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		logf("apiserver profile: %v", err)
+		return
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", cfg.Host, secs), nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		logf("apiserver profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		logf("apiserver profile: %s", resp.Status)
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		logf("apiserver profile: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		logf("apiserver profile: %v", err)
+		return
+	}
+	logf("profile %s written", path)
 }
 
 // fetchProfile saves /debug/pprof/<what> of addr to path, retrying for
