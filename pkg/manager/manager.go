@@ -91,7 +91,10 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 		}
 	}
 
-	ix := startIndex(ctx, rc, cs)
+	ix, err := startIndex(ctx, rc, cs)
+	if err != nil {
+		return err
+	}
 	judge := judgeWith(ix)
 	if cfg.WebhookAddr != "" {
 		wait, err := serveTLS(ctx, rc, cs, cfg, log, judge, hs)
@@ -217,14 +220,19 @@ type AgentJudge func(ctx context.Context, cur, next election.Timings, ch fleet.A
 // startIndex starts, on every replica, the index of the fleet Clusters
 // that the webhook and the fleetsettings controller judge agent triple
 // changes with, and whose informer the agentenv controller shares on the
-// leader; nil without the fleet Cluster kind.
-func startIndex(ctx context.Context, rc *rest.Config, cs kubernetes.Interface) *agentenv.Index {
+// leader; nil without the fleet Cluster kind. Errors: rc is a config no
+// REST client can be made of.
+func startIndex(ctx context.Context, rc *rest.Config, cs kubernetes.Interface) (*agentenv.Index, error) {
 	if !served(cs.Discovery(), agentenv.FleetClusterGVR) {
-		return nil
+		return nil, nil
 	}
-	ix := agentenv.NewIndex(dynamic.NewForConfigOrDie(rc))
+	stream, err := agentenv.NewRESTClient(rc)
+	if err != nil {
+		return nil, err
+	}
+	ix := agentenv.NewIndex(dynamic.NewForConfigOrDie(rc), stream)
 	ix.Start(ctx)
-	return ix
+	return ix, nil
 }
 
 // agentsOf counts the fleet Clusters in ix's cache, one fleet-agent each
@@ -423,12 +431,12 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 	if ix != nil {
 		shared = ix.Informer()
 	}
-	patcher, err := agentenv.NewRawPatcher(rc)
+	stream, err := agentenv.NewRESTClient(rc)
 	if err != nil {
 		return err
 	}
 	ac := agentenv.New(agentenv.Options{
-		Fleet: shared, Patcher: patcher,
+		Fleet: shared, Patcher: agentenv.RawPatcher{REST: stream}, Stream: stream,
 		Client: dynamic.NewForConfigOrDie(rc), Rancher: rancher, Triples: provider, Channels: fs,
 		RancherNamespace: cfg.RancherNamespace, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
 		Recorder: recorder, Log: log, Workers: cfg.Workers, ClustersPerMinute: cfg.AgentRolloutPerMinute,

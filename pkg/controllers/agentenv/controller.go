@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -49,6 +48,10 @@ type Options struct {
 	// Client reads (through informers) and writes the cluster objects.
 	// Give it a QPS and burst fit for thousands of clusters.
 	Client dynamic.Interface
+	// Stream, when set (NewRESTClient), is what the informers list and
+	// watch the cluster objects through, decoding them straight into their
+	// slim form (wire.go); nil: through Client.
+	Stream rest.Interface
 	// Rancher is true when the provisioning and management Cluster kinds
 	// exist (a Rancher installation); without them only fleet Clusters are
 	// read and written.
@@ -139,7 +142,7 @@ func New(opts Options) *Controller {
 	}
 	c.fleet = opts.Fleet
 	if c.fleet == nil {
-		c.fleet = NewSlimInformer(opts.Client, FleetClusterGVR, FleetIndexers())
+		c.fleet = NewSlimInformer(opts.Client, opts.Stream, FleetClusterGVR, FleetIndexers())
 		c.own = append(c.own, c.fleet)
 	}
 	h, _ := c.fleet.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -149,14 +152,14 @@ func New(opts Options) *Controller {
 	})
 	c.handles = append(c.handles, h)
 	if opts.Rancher {
-		c.prov = NewSlimInformer(opts.Client, ProvisioningClusterGVR, cache.Indexers{byClusterName: func(obj interface{}) ([]string, error) {
+		c.prov = NewSlimInformer(opts.Client, opts.Stream, ProvisioningClusterGVR, cache.Indexers{byClusterName: func(obj interface{}) ([]string, error) {
 			if n := provClusterName(obj.(*unstructured.Unstructured)); n != "" {
 				return []string{n}, nil
 			}
 			return nil, nil
 		}})
 		_, _ = c.prov.AddEventHandler(c.relatedHandler(func(u *unstructured.Unstructured) string { return provClusterName(u) }))
-		c.mgmt = NewSlimInformer(opts.Client, ManagementClusterGVR, cache.Indexers{})
+		c.mgmt = NewSlimInformer(opts.Client, opts.Stream, ManagementClusterGVR, cache.Indexers{})
 		_, _ = c.mgmt.AddEventHandler(c.relatedHandler(func(u *unstructured.Unstructured) string { return u.GetName() }))
 		c.own = append(c.own, c.prov, c.mgmt)
 		c.rancherV = opts.RancherVersion
@@ -266,6 +269,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("caches of the cluster objects did not sync")
 	}
 	c.log.Info("caches synced", "fleetClusters", len(c.fleet.GetStore().ListKeys()))
+	c.sumUpFirstPass()
 	var wg sync.WaitGroup
 	for i := 0; i < c.opts.Workers; i++ {
 		wg.Add(1)
@@ -616,14 +620,7 @@ type RawPatcher struct{ REST rest.Interface }
 // NewRawPatcher returns a RawPatcher for cfg (its QPS and burst apply to
 // these writes).
 func NewRawPatcher(cfg *rest.Config) (RawPatcher, error) {
-	c := rest.CopyConfig(cfg)
-	c.APIPath = "/apis"
-	c.GroupVersion = nil
-	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
-	if c.UserAgent == "" {
-		c.UserAgent = rest.DefaultKubernetesUserAgent()
-	}
-	rc, err := rest.UnversionedRESTClientFor(c)
+	rc, err := NewRESTClient(cfg)
 	return RawPatcher{REST: rc}, err
 }
 
@@ -692,13 +689,40 @@ func (c *Controller) wrote(key string, rt Routing, d Decision) {
 	}
 }
 
+// sumUpFirstPass makes the first pass over the clusters after the caches
+// synced (each was enqueued as the informer added it) a globalChange, so
+// that its writes too are summed up in one Event instead of one per
+// cluster: leasetune's first start beside 10,000 clusters writes them all.
+// A first pass that writes nothing (a restart, a new leader) raises no
+// Event, only its log line.
+func (c *Controller) sumUpFirstPass() {
+	t, ok := c.opts.Triples.Effective(settings.FleetAgent)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.change != nil {
+		return // a change arrived while the caches synced: it owes every cluster already
+	}
+	g := &globalChange{at: time.Now(), triple: t, owed: map[string]bool{}, first: true}
+	for _, key := range c.fleet.GetStore().ListKeys() {
+		g.owed[key] = true
+	}
+	if len(g.owed) > 0 {
+		c.change = g
+	}
+}
+
 // globalChange is the propagation of one global agent triple: the fleet
 // Clusters it enqueued and not yet synced, and what its writes restarted.
+// first marks the controller's first pass after its caches synced.
 type globalChange struct {
 	at                                time.Time
 	triple                            election.Timings
 	owed                              map[string]bool
 	written, removed, cattle, replans int
+	first                             bool
 }
 
 func (g *globalChange) count(rt Routing, d Decision) {
@@ -750,9 +774,12 @@ func (c *Controller) synced(key string) {
 		}
 		msg += fmt.Sprintf("; %d cluster(s) are left alone (their leasetune.io/agent-env-status annotation says why)", left)
 	}
+	if g.first {
+		msg = "at leasetune's start, " + msg
+	}
 	c.log.Info("agent triple propagated", "timings", g.triple.String(), "took", took.String(), "written", g.written,
-		"removed", g.removed, "cattleClusterAgents", g.cattle, "nodePlans", g.replans, "leftAlone", left)
-	if c.opts.Recorder == nil {
+		"removed", g.removed, "cattleClusterAgents", g.cattle, "nodePlans", g.replans, "leftAlone", left, "firstPass", g.first)
+	if c.opts.Recorder == nil || (g.first && g.written+g.removed == 0) {
 		return
 	}
 	for _, d := range settings.Of(settings.FleetAgent) {

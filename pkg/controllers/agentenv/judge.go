@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"leasetune.io/leasetune/pkg/election"
@@ -125,9 +126,11 @@ type Index struct {
 	client   dynamic.Interface
 }
 
-// NewIndex builds the index; call Start.
-func NewIndex(client dynamic.Interface) *Index {
-	return &Index{informer: NewSlimInformer(client, FleetClusterGVR, FleetIndexers()), client: client}
+// NewIndex builds the index; call Start. stream, when not nil
+// (NewRESTClient), is what its informer lists and watches through
+// (NewSlimInformer).
+func NewIndex(client dynamic.Interface, stream rest.Interface) *Index {
+	return &Index{informer: NewSlimInformer(client, stream, FleetClusterGVR, FleetIndexers()), client: client}
 }
 
 // Start starts the informer; it stops when ctx ends.

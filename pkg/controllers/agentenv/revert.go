@@ -1,9 +1,6 @@
 package agentenv
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"reflect"
 	"sort"
 	"strings"
@@ -63,20 +60,19 @@ func fingerprint(u *unstructured.Unstructured) string {
 	if fp, ok := u.GetAnnotations()[fingerprintKey]; ok {
 		return fp
 	}
-	c := u.DeepCopy()
-	unstructured.RemoveNestedField(c.Object, "spec", "agentEnvVars")
-	unstructured.RemoveNestedField(c.Object, "status")
-	for _, f := range []string{"resourceVersion", "managedFields", "generation"} {
-		unstructured.RemoveNestedField(c.Object, "metadata", f)
+	s, err := slim(u)
+	if err != nil {
+		return "" // not an object the apiserver serves; never equal to a cached one's
 	}
-	ann := c.GetAnnotations()
-	delete(ann, RecordAnnotation)
-	delete(ann, StatusAnnotation)
-	c.SetAnnotations(ann)
-	b, _ := json.Marshal(c.Object)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return s.(*unstructured.Unstructured).GetAnnotations()[fingerprintKey]
 }
+
+// Fingerprint is the revert guard's fingerprint of u (fingerprint): the
+// hex SHA-256 of everything of the object but spec.agentEnvVars, status,
+// the server-kept metadata and the project's two annotations. An object
+// read whole and its slim cached copy have the same one. "" for an object
+// the apiserver would not serve.
+func Fingerprint(u *unstructured.Unstructured) string { return fingerprint(u) }
 
 // envWriters names the field managers other than the project's that manage
 // spec.agentEnvVars of u, latest first ("" when none is recorded).

@@ -3,7 +3,6 @@ package agentenv
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +12,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -35,42 +36,15 @@ func slim(obj interface{}) (interface{}, error) {
 		return obj, nil
 	}
 	if _, done := u.GetAnnotations()[fingerprintKey]; done {
-		return u, nil // already slim (a relist of the cache's own copy)
+		return u, nil // already slim (read by the stream decoder, or a relist of the cache's own copy)
 	}
-	out := &unstructured.Unstructured{Object: map[string]interface{}{}}
-	out.SetAPIVersion(u.GetAPIVersion())
-	out.SetKind(u.GetKind())
-	out.SetNamespace(u.GetNamespace())
-	out.SetName(u.GetName())
-	out.SetUID(u.GetUID())
-	out.SetResourceVersion(u.GetResourceVersion())
-	if v, ok := u.GetLabels()[MgmtNameLabel]; ok {
-		out.SetLabels(map[string]string{MgmtNameLabel: v})
+	// One implementation for both paths: the object as the apiserver
+	// encodes it (Go's encoding/json), read by slimFrom (wire.go).
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, err
 	}
-	kept := map[string]string{fingerprintKey: fingerprint(u)}
-	for k, v := range u.GetAnnotations() {
-		if strings.HasPrefix(k, "leasetune.io/") || strings.HasPrefix(k, "election.cattle.io/") {
-			kept[interned.of(k)] = interned.of(v)
-		}
-	}
-	out.SetAnnotations(kept)
-	if env, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "agentEnvVars"); found && env != nil {
-		// Kept as its JSON text (agentEnvVars decodes it when read): the
-		// list as decoded maps was most of the cache, about 400 bytes an
-		// entry, and clusters with the same env share one copy of the text.
-		if b, err := json.Marshal(env); err == nil {
-			_ = unstructured.SetNestedField(out.Object, interned.of(string(b)), "spec", compactEnvKey)
-		} else {
-			_ = unstructured.SetNestedField(out.Object, internJSON(env), "spec", "agentEnvVars")
-		}
-	}
-	if hasRKEConfig(u) {
-		_ = unstructured.SetNestedField(out.Object, map[string]interface{}{}, "spec", "rkeConfig")
-	}
-	if name := provClusterName(u); name != "" {
-		_ = unstructured.SetNestedField(out.Object, name, "status", "clusterName")
-	}
-	return out, nil
+	return slimFromJSON(b)
 }
 
 // internTable holds one copy of the strings the slim objects repeat across
@@ -145,37 +119,63 @@ const listPage = 500
 // object in memory at the same time, over 1 GiB at 10,000 clusters. The
 // paged list is a consistent read at one resourceVersion; the watch
 // decodes one object at a time.
-func NewSlimInformer(client dynamic.Interface, gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {
-	res := client.Resource(gvr)
-	lw := &cache.ListWatch{
-		ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {
-			out := &unstructured.UnstructuredList{}
-			opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit, opts.Continue = "", "", listPage, ""
-			for {
-				page, err := res.List(context.Background(), opts)
-				if err != nil {
-					return nil, err
+//
+// With stream (NewRESTClient) the lists and watches are read by the
+// streaming decoder of wire.go, which never builds the whole object;
+// without (nil), through client, decoded whole and then slimmed.
+func NewSlimInformer(client dynamic.Interface, stream rest.Interface, gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {
+	var lw *cache.ListWatch
+	if stream != nil {
+		lw = streamListWatch(stream, gvr)
+	} else {
+		res := client.Resource(gvr)
+		lw = &cache.ListWatch{
+			ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {
+				out := &unstructured.UnstructuredList{}
+				opts.ResourceVersion, opts.ResourceVersionMatch, opts.Limit, opts.Continue = "", "", listPage, ""
+				for {
+					page, err := res.List(context.Background(), opts)
+					if err != nil {
+						return nil, err
+					}
+					if out.GetResourceVersion() == "" {
+						out.SetResourceVersion(page.GetResourceVersion())
+					}
+					for i := range page.Items {
+						s, err := slim(&page.Items[i])
+						if err != nil {
+							return nil, err
+						}
+						out.Items = append(out.Items, *s.(*unstructured.Unstructured))
+					}
+					if page.GetContinue() == "" {
+						return out, nil
+					}
+					opts.Continue = page.GetContinue()
 				}
-				if out.GetResourceVersion() == "" {
-					out.SetResourceVersion(page.GetResourceVersion())
-				}
-				for i := range page.Items {
-					s, _ := slim(&page.Items[i])
-					out.Items = append(out.Items, *s.(*unstructured.Unstructured))
-				}
-				if page.GetContinue() == "" {
-					return out, nil
-				}
-				opts.Continue = page.GetContinue()
-			}
-		},
-		WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
-			return res.Watch(context.Background(), opts)
-		},
+			},
+			WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
+				return res.Watch(context.Background(), opts)
+			},
+		}
 	}
 	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, indexers)
 	utilruntime.Must(inf.SetTransform(slim))
 	return inf
+}
+
+// NewRESTClient returns an unversioned REST client of cfg for /apis (its
+// QPS and burst apply), for RawPatcher and for NewSlimInformer's stream.
+// Error answers are decoded into StatusErrors.
+func NewRESTClient(cfg *rest.Config) (*rest.RESTClient, error) {
+	c := rest.CopyConfig(cfg)
+	c.APIPath = "/apis"
+	c.GroupVersion = nil
+	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	return rest.UnversionedRESTClientFor(c)
 }
 
 // FleetIndexers are the indexes of the fleet Cluster informer the

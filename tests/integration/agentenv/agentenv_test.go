@@ -251,10 +251,20 @@ func TestRancherManagedClustersAreWrittenWhereRancherReads(t *testing.T) {
 			t.Errorf("%s: the generated management Cluster was written: %v", name, got)
 		}
 	}
-	eventually(t, "event names the restarts", func() bool {
-		ev := events(t, ns, "provisioned", "AgentEnvUpdated")
-		return len(ev) == 1 && strings.Contains(ev[0], "cattle-cluster-agent") && strings.Contains(ev[0], "system agent on every node")
+	// The first pass's writes are summed up on the fleet-agent Settings,
+	// with what they restart: all three run cattle-cluster-agent, the
+	// provisioned one also re-plans its nodes.
+	eventually(t, "summary Event names the restarts", func() bool {
+		for _, m := range events(t, "", settings.Of(settings.FleetAgent)[0].Name, agentenv.ReasonPropagated) {
+			if strings.Contains(m, "at leasetune's start") && strings.Contains(m, "(3 also cattle-cluster-agent, 1 re-planning every node)") {
+				return true
+			}
+		}
+		return false
 	})
+	if ev := events(t, ns, "provisioned", "AgentEnvUpdated"); len(ev) != 0 {
+		t.Errorf("an Event per cluster for the first pass: %v", ev)
+	}
 }
 
 // TestConcurrentEditIsNeverLost: users append entries while a global change

@@ -62,8 +62,12 @@ func start(t *testing.T, tr *triples, ch fleet.AgentChannel, tweak ...func(*agen
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
+	stream, err := agentenv.NewRESTClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := agentenv.Options{
-		Client: dynamic.NewForConfigOrDie(cfg), Rancher: true, Triples: tr, Channels: channels(ch),
+		Client: dynamic.NewForConfigOrDie(cfg), Stream: stream, Rancher: true, Triples: tr, Channels: channels(ch),
 		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}

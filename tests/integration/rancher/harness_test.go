@@ -422,8 +422,12 @@ func (h *harness) startController() {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
 	h.tr = newTriples(h.global)
+	stream, err := agentenv.NewRESTClient(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	c := agentenv.New(agentenv.Options{
-		Client: dynamic.NewForConfigOrDie(cfg), Rancher: true, RancherVersion: h.rv,
+		Client: dynamic.NewForConfigOrDie(cfg), Stream: stream, Rancher: true, RancherVersion: h.rv,
 		Triples: h.tr, Channels: channels(h.channel),
 		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),

@@ -373,10 +373,14 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 				}
 				last, _ := l[2].(map[string]interface{})
 				_, rec := u.GetAnnotations()[agentenv.RecordAnnotation]
-				return rec && last["name"] == "CATTLE_ELECTION_RETRY_PERIOD" && last["value"] == "5s" &&
-					len(cp.Events(t, o.ns, o.name, "AgentEnvUpdated")) > 0
+				return rec && last["name"] == "CATTLE_ELECTION_RETRY_PERIOD" && last["value"] == "5s"
 			})
 		}
+		// The writes are summed up in an Event on the fleet-agent Settings
+		// (the chart's RBAC lets it create Events).
+		eventually(t, "AgentTimingsPropagated Event", func() bool {
+			return len(cp.Events(t, "", "fleet-agent-leader-election-retry-period", agentenv.ReasonPropagated)) > 0
+		})
 	}
 	if _, err := cp.Client.CoreV1().Secrets(ns).Get(ctx, manager.WebhookSecretName, metav1.GetOptions{}); err != nil {
 		t.Errorf("webhook Secret: %v", err)
