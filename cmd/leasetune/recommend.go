@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/recommend"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -31,6 +34,9 @@ func newRecommendCommand() *cobra.Command {
 		output          string
 		kf              kubeFlags
 		ns              string
+		rancherReplicas decimalInt
+		rancherNS       string
+		rancherDep      string
 	)
 	cmd := &cobra.Command{
 		Use:   "recommend --max-failover D [--min-renew-attempts N] [--followers N] [--clusters N]",
@@ -46,9 +52,13 @@ shortest leaseDuration above it. Then a table of alternatives on the
 trade-off curve: shorter retry periods, faster failover, more requests.
 
 With --clusters N, also the installation's lock requests per hour (N
-fleet-agents and --controller-locks Fleet controller locks) with the triples
-in effect (the settings' defaults, or the Settings read with --kubeconfig)
-and with the recommended triple on both.
+fleet-agents, --controller-locks Fleet controller locks and, with Rancher,
+its cattle-controllers lock among --rancher-replicas candidates) with the
+triples in effect (the settings' defaults, or the Settings read with
+--kubeconfig) and with the recommended triple on every lock. With
+--kubeconfig the Rancher replicas are read from the Rancher Deployment
+unless --rancher-replicas says; without, Rancher's lock is counted only
+when --rancher-replicas is given.
 
 Every triple printed passes 'leasetune check'. Exit status: 0, 1 no valid
 triple meets the target, 2 bad usage.`,
@@ -65,8 +75,8 @@ triple meets the target, 2 bad usage.`,
 			if output != "text" && output != "json" {
 				return &usageError{fmt.Errorf("--output %q: want text or json", output)}
 			}
-			if clusters.value < 0 || controllerLocks.value < 0 || alternatives.value < 0 {
-				return &usageError{errors.New("--clusters, --controller-locks and --alternatives must not be negative")}
+			if clusters.value < 0 || controllerLocks.value < 0 || alternatives.value < 0 || rancherReplicas.value < 0 {
+				return &usageError{errors.New("--clusters, --controller-locks, --rancher-replicas and --alternatives must not be negative")}
 			}
 			target := recommend.Target{MaxFailover: d, MinRenewAttempts: attempts.value, Followers: followers.value}
 			if v030 {
@@ -89,7 +99,13 @@ triple meets the target, 2 bad usage.`,
 				if err != nil {
 					return err
 				}
-				in := recommend.Installation{Clusters: clusters.value, ControllerLocks: controllerLocks.value, Followers: followers.value, Behaviour: target.Behaviour}
+				in := recommend.Installation{Clusters: clusters.value, ControllerLocks: controllerLocks.value, Followers: followers.value,
+					RancherReplicas: rancherReplicas.value, Behaviour: target.Behaviour}
+				if !rancherReplicas.set && kf.kubeconfig != "" {
+					if in.RancherReplicas, err = readRancherReplicas(cmd, &kf, rancherNS, rancherDep); err != nil {
+						return err
+					}
+				}
 				res.installation = &in
 				res.current, res.source = inEffect, source
 			}
@@ -106,6 +122,9 @@ triple meets the target, 2 bad usage.`,
 	f.Var(&clusters, "clusters", "downstream clusters (one fleet-agent lock each): print the installation's lock requests per hour")
 	f.Var(&controllerLocks, "controller-locks", "Fleet controller locks (Fleet v0.14: fleet-controller, agentmanagement, cleanup, gitops, helmops)")
 	f.Var(&alternatives, "alternatives", "rows in the table of alternatives")
+	f.Var(&rancherReplicas, "rancher-replicas", "with --clusters: Rancher's replicas, the candidates of its cattle-controllers lock (0: leave it out; default with --kubeconfig: the Rancher Deployment's)")
+	f.StringVar(&rancherNS, "rancher-namespace", rancher.DefaultNamespace, "with --kubeconfig: the Rancher Deployment's namespace")
+	f.StringVar(&rancherDep, "rancher-deployment", rancher.DefaultDeployment, "with --kubeconfig: the Rancher Deployment's name")
 	f.BoolVar(&v030, "client-go-v030", false, "count requests as client-go v0.30+ makes them (the leader only updates)")
 	f.StringVarP(&output, "output", "o", "text", "text or json")
 	f.StringVar(&kf.kubeconfig, "kubeconfig", "", "with --clusters: read the triples in effect from this cluster's Settings (default: the settings' defaults)")
@@ -149,17 +168,32 @@ func (r recommendation) text(w io.Writer) error {
 		}
 	}
 	if in := r.installation; in != nil {
-		ctrl, agent := r.current[settings.FleetController], r.current[settings.FleetAgent]
-		now := in.RequestsPerHour(ctrl, agent)
-		after := in.RequestsPerHour(b.Timings, b.Timings)
-		fmt.Fprintf(w, "\ninstallation: %d fleet-agent locks + %d Fleet controller locks, %d follower(s) each:\n", in.Clusters, in.ControllerLocks, in.Followers)
-		fmt.Fprintf(w, "  in effect (%s): controllers %s, agents %s\n", r.source, ctrl, agent)
+		ctrl, agent, ran := r.current[settings.FleetController], r.current[settings.FleetAgent], r.current[settings.Rancher]
+		now := in.RequestsPerHour(ctrl, agent, ran)
+		after := in.RequestsPerHour(b.Timings, b.Timings, b.Timings)
+		fmt.Fprintf(w, "\ninstallation: %d fleet-agent locks + %d Fleet controller locks, %d follower(s) each", in.Clusters, in.ControllerLocks, in.Followers)
+		if in.RancherReplicas > 0 {
+			fmt.Fprintf(w, "; Rancher's cattle-controllers lock, %d replica(s)", in.RancherReplicas)
+		}
+		fmt.Fprintln(w, ":")
+		fmt.Fprintf(w, "  in effect (%s): controllers %s, agents %s", r.source, ctrl, agent)
+		if in.RancherReplicas > 0 {
+			fmt.Fprintf(w, ", Rancher %s", ran)
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintf(w, "    %s lock requests per hour\n", thousands(now))
-		fmt.Fprintf(w, "  recommended on both: %s lock requests per hour", thousands(after))
+		on := "both"
+		if in.RancherReplicas > 0 {
+			on = "all three"
+		}
+		fmt.Fprintf(w, "  recommended on %s: %s lock requests per hour", on, thousands(after))
 		if now > 0 {
 			fmt.Fprintf(w, " (%+.0f%%)", 100*(after-now)/now)
 		}
 		fmt.Fprintln(w)
+		if in.RancherReplicas == 0 {
+			fmt.Fprintln(w, "  (Rancher's own lock left out: --rancher-replicas N, or --kubeconfig to read it)")
+		}
 	}
 	return nil
 }
@@ -180,34 +214,38 @@ func toJSON(o recommend.Option) optionJSON {
 		RequestsPerHour: o.RequestsPerHour, WorstCaseFailover: f(o.WorstCaseFailover), RenewAttempts: o.RenewAttempts, SurvivableStall: f(o.SurvivableStall)}
 }
 
+// installationJSON is the installation's part of recommend -o json;
+// rancher is omitted when Rancher's lock is left out (rancherReplicas 0).
+type installationJSON struct {
+	Clusters        int     `json:"clusters"`
+	ControllerLocks int     `json:"controllerLocks"`
+	RancherReplicas int     `json:"rancherReplicas"`
+	Source          string  `json:"source"`
+	Controllers     string  `json:"controllers"`
+	Agents          string  `json:"agents"`
+	Rancher         string  `json:"rancher,omitempty"`
+	PerHour         float64 `json:"perHour"`
+	Recommended     float64 `json:"recommendedPerHour"`
+}
+
 func (r recommendation) json(w io.Writer) error {
 	out := struct {
 		Recommended  optionJSON   `json:"recommended"`
 		Alternatives []optionJSON `json:"alternatives"`
-		Installation *struct {
-			Clusters        int     `json:"clusters"`
-			ControllerLocks int     `json:"controllerLocks"`
-			Source          string  `json:"source"`
-			Controllers     string  `json:"controllers"`
-			Agents          string  `json:"agents"`
-			PerHour         float64 `json:"perHour"`
-			Recommended     float64 `json:"recommendedPerHour"`
-		} `json:"installation,omitempty"`
+		Installation *installationJSON `json:"installation,omitempty"`
 	}{Recommended: toJSON(r.best), Alternatives: []optionJSON{}}
 	for _, o := range r.curve {
 		out.Alternatives = append(out.Alternatives, toJSON(o))
 	}
 	if in := r.installation; in != nil {
-		ctrl, agent := r.current[settings.FleetController], r.current[settings.FleetAgent]
-		out.Installation = &struct {
-			Clusters        int     `json:"clusters"`
-			ControllerLocks int     `json:"controllerLocks"`
-			Source          string  `json:"source"`
-			Controllers     string  `json:"controllers"`
-			Agents          string  `json:"agents"`
-			PerHour         float64 `json:"perHour"`
-			Recommended     float64 `json:"recommendedPerHour"`
-		}{in.Clusters, in.ControllerLocks, r.source, ctrl.String(), agent.String(), in.RequestsPerHour(ctrl, agent), in.RequestsPerHour(r.best.Timings, r.best.Timings)}
+		ctrl, agent, ran := r.current[settings.FleetController], r.current[settings.FleetAgent], r.current[settings.Rancher]
+		inst := &installationJSON{Clusters: in.Clusters, ControllerLocks: in.ControllerLocks, RancherReplicas: in.RancherReplicas, Source: r.source,
+			Controllers: ctrl.String(), Agents: agent.String(), PerHour: in.RequestsPerHour(ctrl, agent, ran),
+			Recommended: in.RequestsPerHour(r.best.Timings, r.best.Timings, r.best.Timings)}
+		if in.RancherReplicas > 0 {
+			inst.Rancher = ran.String()
+		}
+		out.Installation = inst
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
@@ -240,4 +278,31 @@ func inEffectTriples(cmd *cobra.Command, kf *kubeFlags, ns string) (map[settings
 	defer cancel()
 	t, err := recommend.InEffect(ctx, cs, dyn, ns)
 	return t, "settings", err
+}
+
+// readRancherReplicas returns the Rancher Deployment's spec.replicas (1
+// when unset, as Kubernetes defaults it), or 0 when there is no such
+// Deployment (no Rancher: its lock is left out).
+func readRancherReplicas(cmd *cobra.Command, kf *kubeFlags, ns, name string) (int, error) {
+	rc, err := kf.restConfig()
+	if err != nil {
+		return 0, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+	defer cancel()
+	d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read Deployment %s/%s: %w", ns, name, err)
+	}
+	if d.Spec.Replicas == nil {
+		return 1, nil
+	}
+	return int(*d.Spec.Replicas), nil
 }

@@ -19,10 +19,29 @@ func TestRecommend(t *testing.T) {
 		"installation: 500 fleet-agent locks + 5 Fleet controller locks",
 		"363,600 lock requests per hour", // 505 × 720 at Fleet's defaults
 		"recommended on both: 404,000 lock requests per hour (+11%)",
+		"Rancher's own lock left out: --rancher-replicas N",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// Rancher's own lock, when its replicas are given.
+	code, out, errs = runCmd(t, "", "recommend", "--max-failover", "60s", "--clusters", "500", "--rancher-replicas", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"Rancher's cattle-controllers lock, 3 replica(s)",
+		"Rancher leaseDuration=45s renewDeadline=30s retryPeriod=2s",
+		"369,450 lock requests per hour", // 363,600 + Rancher's 5,850 at wrangler's 2s
+		"recommended on all three: 405,300 lock requests per hour (+10%)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("with --rancher-replicas 3, output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "left out") {
+		t.Errorf("Rancher's lock said to be left out:\n%s", out)
 	}
 	// Every triple printed passes check.
 	row := regexp.MustCompile(`(?m)^  [* ] (\d+s)\s+(\d+s)\s+(\d+s)\s`)
@@ -54,6 +73,7 @@ func TestRecommendJSONAndErrors(t *testing.T) {
 		{"recommend", "--max-failover", "1 minute"},
 		{"recommend", "--max-failover", "60s", "--min-renew-attempts", "1"},
 		{"recommend", "--max-failover", "60s", "--followers", "-2"},
+		{"recommend", "--max-failover", "60s", "--rancher-replicas", "-1"},
 	} {
 		if code, _, errs := runCmd(t, "", args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2: %s", args, code, errs)

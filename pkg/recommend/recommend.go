@@ -177,9 +177,13 @@ func Curve(best Option, target Target, n int) []Option {
 
 // Installation is what an installation's locks are: Clusters fleet-agent
 // locks (one per downstream cluster) and ControllerLocks Fleet
-// controller locks, each with Followers followers.
+// controller locks, each with Followers followers, and, when
+// RancherReplicas > 0, Rancher's own cattle-controllers lock, whose
+// candidates are the Rancher replicas (1 leader, RancherReplicas-1
+// followers).
 type Installation struct {
 	Clusters, ControllerLocks, Followers int
+	RancherReplicas                      int
 	Behaviour                            election.ClientGoBehaviour
 }
 
@@ -191,10 +195,15 @@ type Installation struct {
 const DefaultControllerLocks = 5
 
 // RequestsPerHour returns the installation's lock requests per hour with
-// the controller triple on the Fleet controllers and the agent triple on
-// every fleet-agent.
-func (in Installation) RequestsPerHour(controller, agent election.Timings) float64 {
+// the controller triple on the Fleet controllers, the agent triple on
+// every fleet-agent and the rancher triple on Rancher's lock (counted
+// only when RancherReplicas > 0).
+func (in Installation) RequestsPerHour(controller, agent, rancher election.Timings) float64 {
 	c := election.CostOf(controller, in.Followers, in.Behaviour).TotalRequestsPerHour()
 	a := election.CostOf(agent, in.Followers, in.Behaviour).TotalRequestsPerHour()
-	return float64(in.ControllerLocks)*c + float64(in.Clusters)*a
+	total := float64(in.ControllerLocks)*c + float64(in.Clusters)*a
+	if in.RancherReplicas > 0 {
+		total += election.CostOf(rancher, in.RancherReplicas-1, in.Behaviour).TotalRequestsPerHour()
+	}
+	return total
 }

@@ -131,8 +131,17 @@ func TestEveryRecommendationValidates(t *testing.T) {
 
 func TestInstallation(t *testing.T) {
 	in := Installation{Clusters: 100, ControllerLocks: DefaultControllerLocks}
-	got := in.RequestsPerHour(election.FleetDefaults, election.FleetDefaults)
+	got := in.RequestsPerHour(election.FleetDefaults, election.FleetDefaults, election.WranglerDefaults)
 	if want := 105 * 720.0; got != want {
 		t.Fatalf("100 clusters at Fleet's defaults: %v/h, want %v/h", got, want)
+	}
+	// Rancher's lock with 3 replicas at wrangler's 2s: the leader's get and
+	// update every 2 s (3,600/h) and two followers' gets, each every 3.2 s
+	// on average (client-go's jitter of 1.2: 1,125/h each), 5,850/h, the
+	// number plan prints for it.
+	in.RancherReplicas = 3
+	want := 105*720.0 + election.CostOf(election.WranglerDefaults, 2, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+	if got := in.RequestsPerHour(election.FleetDefaults, election.FleetDefaults, election.WranglerDefaults); got != want || want-105*720 != 5850 {
+		t.Fatalf("with Rancher's lock: %v/h, want %v/h (Rancher's lock %v/h, want 5,850)", got, want, want-105*720)
 	}
 }

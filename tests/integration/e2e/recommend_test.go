@@ -1,0 +1,67 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/pointer"
+)
+
+// TestRecommendCountsRancherLockFromTheDeployment: recommend --clusters
+// with --kubeconfig reads the Rancher Deployment's replicas and counts
+// Rancher's cattle-controllers lock among them; without a Rancher
+// Deployment the lock is left out; --rancher-replicas says instead.
+func TestRecommendCountsRancherLockFromTheDeployment(t *testing.T) {
+	e := newEnv(t)
+	type inst struct {
+		RancherReplicas int     `json:"rancherReplicas"`
+		Rancher         string  `json:"rancher"`
+		PerHour         float64 `json:"perHour"`
+	}
+	recommend := func(extra ...string) inst {
+		t.Helper()
+		args := append([]string{"recommend", "--max-failover", "60s", "--clusters", "10", "-o", "json",
+			"--kubeconfig", kubeconfig, "--namespace", e.ns, "--rancher-namespace", e.rancherNS}, extra...)
+		out, err := exec.Command(binary, args...).Output()
+		if err != nil {
+			t.Fatalf("leasetune %v: %v\n%s", args, err, out)
+		}
+		var r struct{ Installation inst }
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return r.Installation
+	}
+	none := recommend()
+	if none.RancherReplicas != 0 || none.Rancher != "" {
+		t.Errorf("no Rancher Deployment: %+v, want Rancher's lock left out", none)
+	}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "rancher", Namespace: e.rancherNS},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: pointer.Int32(3),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rancher"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rancher"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "rancher", Image: "rancher/rancher:v2.11.3"}}},
+			},
+		},
+	}
+	if _, err := cp.Client.AppsV1().Deployments(e.rancherNS).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	three := recommend()
+	// 3 replicas at wrangler's 45s/30s/2s: 5,850 requests an hour (the
+	// leader's 3,600 and two followers' 1,125 each).
+	if three.RancherReplicas != 3 || three.Rancher != "leaseDuration=45s renewDeadline=30s retryPeriod=2s" || three.PerHour-none.PerHour != 5850 {
+		t.Errorf("Rancher Deployment of 3 replicas: %+v (%v/h more than without), want 3 replicas at 45s/30s/2s, 5,850/h more", three, three.PerHour-none.PerHour)
+	}
+	if one := recommend("--rancher-replicas", "1"); one.RancherReplicas != 1 || one.PerHour-none.PerHour != 3600 {
+		t.Errorf("--rancher-replicas 1: %+v (%v/h more), want the leader's 3,600/h", one, one.PerHour-none.PerHour)
+	}
+}
