@@ -839,7 +839,7 @@ func fetchAPIServerProfile(ctx context.Context, cfg *rest.Config, secs int, path
 		logf("apiserver profile: %v", err)
 		return
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", cfg.Host, secs), nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cfg.Host, "/"), secs), nil)
 	resp, err := c.Do(req)
 	if err != nil {
 		logf("apiserver profile: %v", err)
