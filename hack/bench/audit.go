@@ -54,7 +54,7 @@ type event struct {
 type request struct {
 	user, verb, resource string
 	name                 string // objectRef.name ("" for a list or a non-resource URL)
-	code                 int // 0 while only ResponseStarted was seen (an open watch)
+	code                 int    // 0 while only ResponseStarted was seen (an open watch)
 	received, done       time.Time
 }
 
