@@ -166,11 +166,14 @@ func NewSlimInformer(client dynamic.Interface, stream rest.Interface, gvr schema
 
 // NewRESTClient returns an unversioned REST client of cfg for /apis (its
 // QPS and burst apply), for RawPatcher and for NewSlimInformer's stream.
-// Error answers are decoded into StatusErrors.
+// It asks for and sends JSON whatever cfg says (the stream decoder reads
+// JSON only; custom resources have no protobuf). Error answers are
+// decoded into StatusErrors.
 func NewRESTClient(cfg *rest.Config) (*rest.RESTClient, error) {
 	c := rest.CopyConfig(cfg)
 	c.APIPath = "/apis"
 	c.GroupVersion = nil
+	c.AcceptContentTypes, c.ContentType = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()

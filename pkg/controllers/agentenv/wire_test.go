@@ -4,13 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 )
 
 // wireCluster is a fleet Cluster as the apiserver serves one: labels,
@@ -284,4 +288,57 @@ func BenchmarkDecodeCluster(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestStreamAsksForJSON: the stream's lists and watches ask for JSON even
+// when the client's config prefers protobuf, and pass the list options as
+// query parameters (a page of listPage, the watch's resourceVersion and
+// bookmarks).
+func TestStreamAsksForJSON(t *testing.T) {
+	obj := string(encode(t, wireCluster()))
+	var accepts, queries []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		accepts = append(accepts, r.Header.Get("Accept"))
+		queries = append(queries, r.URL.Path+"?"+r.URL.RawQuery)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") == "true" {
+			_, _ = io.WriteString(w, `{"type":"MODIFIED","object":`+obj+"}\n")
+			return
+		}
+		_, _ = io.WriteString(w, `{"kind":"ClusterList","apiVersion":"fleet.cattle.io/v1alpha1","metadata":{"resourceVersion":"5"},"items":[`+obj+`]}`)
+	}))
+	defer srv.Close()
+	rc, err := NewRESTClient(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{
+		ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := streamListWatch(rc, FleetClusterGVR)
+	l, err := lw.List(metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items := l.(*unstructured.UnstructuredList).Items; len(items) != 1 || items[0].GetName() != "c-abcde" {
+		t.Fatalf("list: %v", items)
+	}
+	w, err := lw.Watch(metav1.ListOptions{ResourceVersion: "5", AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := <-w.ResultChan()
+	w.Stop()
+	if ev.Type != watch.Modified || ev.Object.(*unstructured.Unstructured).GetName() != "c-abcde" {
+		t.Fatalf("watch event %s %v", ev.Type, ev.Object)
+	}
+	for _, a := range accepts {
+		if a != "application/json" {
+			t.Errorf("Accept %q, want application/json", a)
+		}
+	}
+	if want := "/apis/fleet.cattle.io/v1alpha1/clusters?limit=500"; queries[0] != want {
+		t.Errorf("list request %q, want %q (a consistent read, in pages)", queries[0], want)
+	}
+	if q := queries[1]; !strings.Contains(q, "watch=true") || !strings.Contains(q, "resourceVersion=5") || !strings.Contains(q, "allowWatchBookmarks=true") {
+		t.Errorf("watch request %q", q)
+	}
 }
