@@ -19,13 +19,10 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -59,45 +56,9 @@ func consistently(t *testing.T, what string, d time.Duration, cond func() bool) 
 
 func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
 
-// installUIPluginCRD installs Rancher's UIPlugin CRD (testdata, from
-// rancher/rancher v2.11.3) if it is not there and waits until it is
-// served.
-func installUIPluginCRD(t *testing.T) {
-	t.Helper()
-	b, err := os.ReadFile("testdata/catalog.cattle.io_uiplugins.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd apiextv1.CustomResourceDefinition
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for crd.Name == "" { // the file starts with a comment and an empty document
-		if err := dec.Decode(&crd); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
-	if _, err := c.Create(context.Background(), &crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	eventually(t, "the UIPlugin kind served", func() bool {
-		_, err := dyn().Resource(uiplugin.UIPluginGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
-		return err == nil
-	})
-}
+func installUIPluginCRD(t *testing.T) { cp.InstallUIPluginCRD(t) }
 
-// removeUIPluginCRD deletes the UIPlugin CRD and waits until the kind is
-// no longer served.
-func removeUIPluginCRD(t *testing.T) {
-	t.Helper()
-	c := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
-	if err := c.Delete(context.Background(), uiplugin.CRDName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	eventually(t, "the UIPlugin CRD gone", func() bool {
-		_, err := c.Get(context.Background(), uiplugin.CRDName, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
-}
+func removeUIPluginCRD(t *testing.T) { cp.RemoveUIPluginCRD(t) }
 
 // ensureNamespace creates a namespace with a fixed name (Rancher's
 // cattle-ui-plugin-system) when missing.
