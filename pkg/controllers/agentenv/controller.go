@@ -104,12 +104,16 @@ type Controller struct {
 	// when the last cluster it enqueued is synced, instead of one Event
 	// per cluster (at 10,000 clusters those were 10,000 Event writes, most
 	// of which client-go's broadcaster dropped).
-	change   *globalChange
-	problems map[string]Problem     // fleet Cluster key → why it is left alone
-	reported map[string]string      // fleet Cluster key → last problem message reported
-	ignored  map[string]string      // fleet Cluster key → the ignored overrides last reported
-	reverts  map[string][]time.Time // fleet Cluster key → when its entries were found removed
-	fenced   map[string]string      // fleet Cluster key → fingerprint of the object it stopped writing
+	change *globalChange
+	// changeSeq numbers the globalChanges; firstPass is set once the
+	// first pass has begun (the caches synced).
+	changeSeq uint64
+	firstPass bool
+	problems  map[string]Problem     // fleet Cluster key → why it is left alone
+	reported  map[string]string      // fleet Cluster key → last problem message reported
+	ignored   map[string]string      // fleet Cluster key → the ignored overrides last reported
+	reverts   map[string][]time.Time // fleet Cluster key → when its entries were found removed
+	fenced    map[string]string      // fleet Cluster key → fingerprint of the object it stopped writing
 }
 
 // New builds the controller and its informers; call Run to start it.
@@ -177,14 +181,11 @@ func New(opts Options) *Controller {
 		lastAgent, lastOK = t, ok
 		if !same {
 			c.changeAt = time.Now()
-			if ok {
-				g := &globalChange{at: c.changeAt, triple: t, owed: map[string]bool{}}
-				if c.fleet != nil {
-					for _, key := range c.fleet.GetStore().ListKeys() {
-						g.owed[key] = true
-					}
-				}
-				c.change = g
+			// Before the first pass has begun (the caches are still
+			// syncing) the first pass takes the new triple and owes every
+			// cluster; a change owes only the clusters cached so far.
+			if ok && c.firstPass {
+				c.beginChange(t, false)
 			}
 		}
 		c.mu.Unlock()
@@ -356,11 +357,12 @@ func (c *Controller) worker(ctx context.Context) {
 			return
 		}
 		key := item.(string)
+		seq := c.syncSeq()
 		err := c.sync(ctx, key)
 		switch {
 		case err == nil:
 			c.queue.Forget(item)
-			c.synced(key)
+			c.synced(key, seq)
 		case ctx.Err() != nil:
 		default:
 			c.log.Error("sync failed; retrying", "cluster", key, "error", err)
@@ -681,7 +683,7 @@ func (c *Controller) wrote(key string, rt Routing, d Decision) {
 	g := c.change
 	inChange := g != nil && g.owed[key]
 	if inChange {
-		g.count(rt, d)
+		g.count(key, rt, d)
 	}
 	c.mu.Unlock()
 	if !inChange {
@@ -697,55 +699,107 @@ func (c *Controller) wrote(key string, rt Routing, d Decision) {
 // Event, only its log line.
 func (c *Controller) sumUpFirstPass() {
 	t, ok := c.opts.Triples.Effective(settings.FleetAgent)
-	if !ok {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.change != nil {
-		return // a change arrived while the caches synced: it owes every cluster already
+	c.firstPass = true
+	if ok {
+		c.beginChange(t, true)
 	}
-	g := &globalChange{at: time.Now(), triple: t, owed: map[string]bool{}, first: true}
-	for _, key := range c.fleet.GetStore().ListKeys() {
-		g.owed[key] = true
+}
+
+// beginChange starts summing up the propagation of the agent triple t
+// over every cached fleet Cluster (first: the first pass after the caches
+// synced). A change that replaces one still propagating takes over its
+// counts and the clusters it still owes, so that no write goes unreported:
+// each was held back from its own Event for the summary. Syncs that began
+// before it settle nothing of it (see synced). Call with c.mu held.
+func (c *Controller) beginChange(t election.Timings, first bool) {
+	c.changeSeq++
+	g := &globalChange{seq: c.changeSeq, at: time.Now(), triple: t, owed: map[string]bool{}, first: first}
+	if c.fleet != nil {
+		for _, key := range c.fleet.GetStore().ListKeys() {
+			g.owed[key] = true
+		}
 	}
-	if len(g.owed) > 0 {
-		c.change = g
+	if old := c.change; old != nil {
+		for key := range old.owed {
+			g.owed[key] = true
+		}
+		g.wrote = old.wrote
+		g.first = g.first || old.first
+		g.replaced = true
+		g.at = old.at
 	}
+	c.change = g
+	if len(g.owed) == 0 {
+		c.change = nil // no cluster: nothing to sum up
+	}
+}
+
+// syncSeq is the globalChange a sync that begins now can settle (0: none).
+func (c *Controller) syncSeq() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.change == nil {
+		return 0
+	}
+	return c.change.seq
 }
 
 // globalChange is the propagation of one global agent triple: the fleet
 // Clusters it enqueued and not yet synced, and what its writes restarted.
-// first marks the controller's first pass after its caches synced.
+// first marks the controller's first pass after its caches synced (or a
+// change that took one over); replaced, a change that took over another
+// one's counts.
 type globalChange struct {
-	at                                time.Time
-	triple                            election.Timings
-	owed                              map[string]bool
-	written, removed, cattle, replans int
-	first                             bool
+	seq    uint64
+	at     time.Time
+	triple election.Timings
+	owed   map[string]bool
+	// wrote is each cluster written, by its key: a cluster written twice
+	// (by the first pass, then for a change that took it over) counts once.
+	wrote           map[string]clusterWrite
+	first, replaced bool
 }
 
-func (g *globalChange) count(rt Routing, d Decision) {
-	if d.Record == nil {
-		g.removed++
-	} else {
-		g.written++
+// clusterWrite is what a cluster's last write in a globalChange did.
+type clusterWrite struct{ removed, cattle, replans bool }
+
+func (g *globalChange) count(key string, rt Routing, d Decision) {
+	if g.wrote == nil {
+		g.wrote = map[string]clusterWrite{}
 	}
-	if rt.RancherManaged {
-		g.cattle++
-	}
-	if rt.Provisioned {
-		g.replans++
-	}
+	g.wrote[key] = clusterWrite{removed: d.Record == nil, cattle: rt.RancherManaged, replans: rt.Provisioned}
 }
 
-// synced marks a fleet Cluster as done for the global change; with the
-// last one the change is summed up: a log line and a Normal Event
-// AgentTimingsPropagated on each fleet-agent Setting.
-func (c *Controller) synced(key string) {
+// totals counts the clusters written (their entries written or removed)
+// and what those writes restarted.
+func (g *globalChange) totals() (written, removed, cattle, replans int) {
+	for _, w := range g.wrote {
+		if w.removed {
+			removed++
+		} else {
+			written++
+		}
+		if w.cattle {
+			cattle++
+		}
+		if w.replans {
+			replans++
+		}
+	}
+	return written, removed, cattle, replans
+}
+
+// synced marks a fleet Cluster as done for the global change, when its
+// sync began under that change (seq, from syncSeq): a sync decided for an
+// earlier triple settles nothing, the cluster is queued again and its next
+// sync does. With the last cluster the change is summed up: a log line and
+// a Normal Event AgentTimingsPropagated on each fleet-agent Setting.
+func (c *Controller) synced(key string, seq uint64) {
 	c.mu.Lock()
 	g := c.change
-	if g == nil || !g.owed[key] {
+	if g == nil || g.seq != seq || !g.owed[key] {
 		c.mu.Unlock()
 		return
 	}
@@ -764,22 +818,28 @@ func (c *Controller) synced(key string) {
 	if !done {
 		return
 	}
+	written, removed, cattle, replans := g.totals()
 	took := time.Since(g.at).Round(time.Millisecond)
 	msg := fmt.Sprintf("the agent triple %s is propagated (%s): %d cluster(s) had CATTLE_ELECTION_* written to their agent env and %d had leasetune's entries removed, each redeploying its fleet-agent (%d also cattle-cluster-agent, %d re-planning every node); %d cluster(s) are left alone (their leasetune.io/agent-env-status annotation says why)",
-		g.triple, took, g.written, g.removed, g.cattle, g.replans, left)
-	if g.written+g.removed == 0 {
+		g.triple, took, written, removed, cattle, replans, left)
+	if written+removed == 0 {
 		msg = fmt.Sprintf("the agent triple %s needed no change of any cluster's agent env (%s)", g.triple, took)
 		if ch, ok := c.opts.Channels.Channel(); ok && ch == fleet.ChannelAgentManagement {
 			msg += "; on this Fleet the agents get it from fleet-agentmanagement (FLEET_AGENT_ELECTION_* on the fleet-controller Deployment), which re-renders every agent when it restarts"
 		}
 		msg += fmt.Sprintf("; %d cluster(s) are left alone (their leasetune.io/agent-env-status annotation says why)", left)
 	}
-	if g.first {
+	switch {
+	case g.first && g.replaced:
+		msg = "since leasetune's start (a change came during its first pass), " + msg
+	case g.first:
 		msg = "at leasetune's start, " + msg
+	case g.replaced:
+		msg += " (with the writes of the change it replaced)"
 	}
-	c.log.Info("agent triple propagated", "timings", g.triple.String(), "took", took.String(), "written", g.written,
-		"removed", g.removed, "cattleClusterAgents", g.cattle, "nodePlans", g.replans, "leftAlone", left, "firstPass", g.first)
-	if c.opts.Recorder == nil || (g.first && g.written+g.removed == 0) {
+	c.log.Info("agent triple propagated", "timings", g.triple.String(), "took", took.String(), "written", written,
+		"removed", removed, "cattleClusterAgents", cattle, "nodePlans", replans, "leftAlone", left, "firstPass", g.first)
+	if c.opts.Recorder == nil || (g.first && !g.replaced && written+removed == 0) {
 		return
 	}
 	for _, d := range settings.Of(settings.FleetAgent) {

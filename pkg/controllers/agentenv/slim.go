@@ -26,7 +26,7 @@ import (
 // election.cattle.io domains (the record, the status, the overrides),
 // spec.agentEnvVars, spec.rkeConfig only as a marker, status.clusterName,
 // and the object's fingerprint (revert.go), computed here from the whole
-// object, under fingerprintKey. Everything else is dropped: at 10,000
+// object, under the top-level field fingerprintKey. Everything else is dropped: at 10,000
 // clusters the other labels and annotations were a fifth of the cache.
 // Writes never start from the slim copy alone: a conflict is retried from
 // a live read.
@@ -35,7 +35,7 @@ func slim(obj interface{}) (interface{}, error) {
 	if !ok {
 		return obj, nil
 	}
-	if _, done := u.GetAnnotations()[fingerprintKey]; done {
+	if _, done := isSlim(u); done {
 		return u, nil // already slim (read by the stream decoder, or a relist of the cache's own copy)
 	}
 	// One implementation for both paths: the object as the apiserver

@@ -63,6 +63,54 @@ func (f *fingerprintWriter) put(path, sub string, value []byte) {
 	f.bytes(value)
 }
 
+// putValue hashes the JSON value at it under path and sub, as its tokens:
+// strings decoded, numbers as written, objects key by key in the order
+// they come. So two encodings of one value that differ only in how a
+// string is escaped (Go's encoding/json wrote \u0008 before Go 1.22, \b
+// since; kube-apiservers are built with both) hash alike; the key order
+// is the encoder's (sorted keys, encoding/json of an unstructured object).
+func (f *fingerprintWriter) putValue(path, sub string, it *jsoniter.Iterator) {
+	f.bytes([]byte(path))
+	f.bytes([]byte(sub))
+	f.value(it)
+}
+
+func (f *fingerprintWriter) tag(c byte) { f.h.Write([]byte{c}) }
+
+func (f *fingerprintWriter) value(it *jsoniter.Iterator) {
+	switch it.WhatIsNext() {
+	case jsoniter.StringValue:
+		f.tag('s')
+		f.bytes([]byte(it.ReadString()))
+	case jsoniter.NumberValue:
+		f.tag('n')
+		f.bytes([]byte(it.ReadNumber()))
+	case jsoniter.NilValue:
+		it.ReadNil()
+		f.tag('z')
+	case jsoniter.BoolValue:
+		if it.ReadBool() {
+			f.tag('t')
+		} else {
+			f.tag('f')
+		}
+	case jsoniter.ArrayValue:
+		f.tag('[')
+		it.ReadArrayCB(func(it *jsoniter.Iterator) bool { f.value(it); return it.Error == nil })
+		f.tag(']')
+	case jsoniter.ObjectValue:
+		f.tag('{')
+		it.ReadObjectCB(func(it *jsoniter.Iterator, k string) bool {
+			f.bytes([]byte(k))
+			f.value(it)
+			return it.Error == nil
+		})
+		f.tag('}')
+	default:
+		it.Skip() // not a JSON value: the iterator's error says so
+	}
+}
+
 func (f *fingerprintWriter) bytes(b []byte) {
 	n := binary.PutUvarint(f.buf[:], uint64(len(b)))
 	f.h.Write(f.buf[:n])
@@ -72,8 +120,8 @@ func (f *fingerprintWriter) bytes(b []byte) {
 // slimFrom reads the object at it. The fingerprint (revert.go) covers
 // every part but spec.agentEnvVars, status, metadata.resourceVersion,
 // managedFields and generation, and the RecordAnnotation and
-// StatusAnnotation annotations; parts are hashed as the JSON the
-// apiserver encodes them in (Go's encoding/json: sorted keys, compact).
+// StatusAnnotation annotations; parts are hashed by putValue, in the key
+// order the apiserver encodes them (Go's encoding/json: sorted keys).
 func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 	if it.WhatIsNext() != jsoniter.ObjectValue {
 		if it.Error != nil {
@@ -160,13 +208,13 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 						}
 					})
 				default:
-					fp.put("metadata", mk, it.SkipAndReturnBytes())
+					fp.putValue("metadata", mk, it)
 				}
 				return true
 			})
 		case "spec":
 			if it.WhatIsNext() != jsoniter.ObjectValue {
-				fp.put("", k, it.SkipAndReturnBytes())
+				fp.putValue("", k, it)
 				return true
 			}
 			it.ReadObjectCB(func(it *jsoniter.Iterator, sk string) bool {
@@ -176,11 +224,10 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 						env = raw
 					}
 				default:
-					raw := it.SkipAndReturnBytes()
 					if sk == "rkeConfig" {
-						rke = string(raw) != "null"
+						rke = it.WhatIsNext() != jsoniter.NilValue
 					}
-					fp.put("spec", sk, raw)
+					fp.putValue("spec", sk, it)
 				}
 				return true
 			})
@@ -211,7 +258,7 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 				apiVersion = s
 			}
 		default:
-			fp.put("", k, it.SkipAndReturnBytes())
+			fp.putValue("", k, it)
 		}
 		return true
 	})
@@ -231,8 +278,8 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 	if hasMgmtName {
 		out.SetLabels(map[string]string{MgmtNameLabel: mgmtName})
 	}
-	kept[fingerprintKey] = hex.EncodeToString(fp.h.Sum(nil))
 	out.SetAnnotations(kept)
+	out.Object[fingerprintKey] = hex.EncodeToString(fp.h.Sum(nil))
 	spec := map[string]interface{}{}
 	if env != nil {
 		// As its JSON text: see slim.

@@ -78,7 +78,7 @@ func TestWireDecodeKeepsWhatTheControllerReads(t *testing.T) {
 		t.Errorf("labels %v", s.GetLabels())
 	}
 	ann := s.GetAnnotations()
-	if ann[RecordAnnotation] == "" || ann[StatusAnnotation] != "ok" || ann[RetryPeriodAnnotation] != "5s" || ann[fingerprintKey] == "" || len(ann) != 4 {
+	if ann[RecordAnnotation] == "" || ann[StatusAnnotation] != "ok" || ann[RetryPeriodAnnotation] != "5s" || len(ann) != 3 {
 		t.Errorf("annotations %v", ann)
 	}
 	got, err := agentEnvVars(s)
@@ -88,6 +88,9 @@ func TestWireDecodeKeepsWhatTheControllerReads(t *testing.T) {
 	want, _ := agentEnvVars(whole)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("agentEnvVars %v, want %v", got, want)
+	}
+	if fp, ok := isSlim(s); !ok || fp == "" {
+		t.Errorf("no fingerprint: %v", s.Object)
 	}
 	if provClusterName(s) != "c-abcde" || hasRKEConfig(s) {
 		t.Errorf("status.clusterName %q, rkeConfig %v", provClusterName(s), hasRKEConfig(s))
@@ -220,7 +223,7 @@ func TestWatchDecoder(t *testing.T) {
 			}
 			continue
 		}
-		if u.GetName() != "c-abcde" || u.GetAnnotations()[fingerprintKey] != fingerprint(wireCluster()) {
+		if u.GetName() != "c-abcde" || fingerprint(u) != fingerprint(wireCluster()) {
 			t.Errorf("%s: %v", want, u.Object)
 		}
 	}

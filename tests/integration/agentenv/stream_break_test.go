@@ -360,8 +360,10 @@ func TestStreamBreakCutWatchesAndRelists(t *testing.T) {
 	} else {
 		t.Logf("%d watches, %d list requests of the stream index", w, cut.lists.Load())
 	}
-	if l := cut.lists.Load(); l < 3 { // the two indexes' first lists, and one at least after an expired watch
-		t.Errorf("%d list requests: the expired watches made no relist", l)
+	// Only the stream index's requests go through cut: its first list, and
+	// one more after each expired watch (every fourth) that was followed.
+	if w, l := cut.watches.Load(), cut.lists.Load(); w >= 4 && l < 2 {
+		t.Errorf("%d watches but %d list requests: the expired watch made no relist", w, l)
 	}
 
 	// A relist: the stream index stopped, more changes, a new one.
@@ -535,14 +537,16 @@ func TestFirstPassBreakChangeDuringFirstPassIsReportedOnce(t *testing.T) {
 // its own either (wrote() held it back for the first pass's summary, which
 // is never raised).
 func TestFirstPassBreakWritesBeforeAChangeAreReported(t *testing.T) {
-	t.Skip("finding: a global change during the first pass replaces its globalChange; the first pass's writes so far are reported nowhere")
 	log, _ := changeDuringFirstPass(t)
 	reported := false
 	for _, e := range log.with("AgentEnvUpdated") {
 		reported = reported || e.name == "a0"
 	}
+	// The change took over the first pass's summary: one summary since
+	// the start, each of the 8 clusters counted once (b1 was written by the
+	// first pass and again for the change).
 	for _, e := range log.with(agentenv.ReasonPropagated) {
-		reported = reported || strings.Contains(e.msg, "at leasetune's start")
+		reported = reported || (strings.Contains(e.msg, "since leasetune's start") && strings.Contains(e.msg, ": 8 cluster(s) had CATTLE_ELECTION_* written"))
 	}
 	if !reported {
 		t.Errorf("a0 was written by the first pass, and no Event says so")
@@ -559,7 +563,6 @@ func TestFirstPassBreakWritesBeforeAChangeAreReported(t *testing.T) {
 // (ClustersPerMinute) a worker waits between deciding and writing, so a
 // change during a paced pass hits this nearly every time.
 func TestFirstPassBreakWriteInFlightAtAChange(t *testing.T) {
-	t.Skip("finding: synced() after a write decided before a change marks the key done in the new globalChange; its real write for the change then raises a per-cluster Event and the summary counts the stale write")
 	log, _ := changeDuringFirstPass(t)
 	for _, e := range log.with("AgentEnvUpdated") {
 		if e.name != "a0" {
@@ -576,7 +579,6 @@ func TestFirstPassBreakWriteInFlightAtAChange(t *testing.T) {
 // AgentEnvUpdated Event each (the flood the summary was to prevent), and
 // the change, owing nothing, is never summed up.
 func TestFirstPassBreakChangeWhileCachesSync(t *testing.T) {
-	t.Skip("finding: a change during the cache sync owes only the clusters cached so far; the first pass then raises one Event per cluster and no summary")
 	ns := cp.Namespace(t)
 	for i := 0; i < 4; i++ {
 		create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("s%d", i), nil, nil, user))
