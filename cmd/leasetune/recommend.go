@@ -230,8 +230,8 @@ type installationJSON struct {
 
 func (r recommendation) json(w io.Writer) error {
 	out := struct {
-		Recommended  optionJSON   `json:"recommended"`
-		Alternatives []optionJSON `json:"alternatives"`
+		Recommended  optionJSON        `json:"recommended"`
+		Alternatives []optionJSON      `json:"alternatives"`
 		Installation *installationJSON `json:"installation,omitempty"`
 	}{Recommended: toJSON(r.best), Alternatives: []optionJSON{}}
 	for _, o := range r.curve {
