@@ -215,3 +215,22 @@ func mustTimings(l, r, p string) election.Timings {
 	}
 	return t
 }
+
+// startIndexes starts two indexes of the fleet Clusters until the test
+// ends: one reading through the stream decoder, as the controller runs,
+// and one decoding whole objects; it returns once both have synced.
+func startIndexes(t *testing.T) (streamed, whole *agentenv.Index) {
+	t.Helper()
+	stream, err := agentenv.NewRESTClient(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	streamed = agentenv.NewIndex(dynamic.NewForConfigOrDie(cp.Config), stream)
+	whole = agentenv.NewIndex(dynamic.NewForConfigOrDie(cp.Config), nil)
+	streamed.Start(ctx)
+	whole.Start(ctx)
+	eventually(t, "both indexes synced", func() bool { return streamed.HasSynced() && whole.HasSynced() })
+	return streamed, whole
+}

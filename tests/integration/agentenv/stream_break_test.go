@@ -134,17 +134,7 @@ func TestStreamBreakTrickyContentOnTheRealAPIServer(t *testing.T) {
 	for _, name := range names {
 		rawCreate(t, rc, ns, name, bodies[name])
 	}
-	stream, err := agentenv.NewRESTClient(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	streamed := agentenv.NewIndex(dynamic.NewForConfigOrDie(cp.Config), stream)
-	whole := agentenv.NewIndex(dynamic.NewForConfigOrDie(cp.Config), nil)
-	streamed.Start(ctx)
-	whole.Start(ctx)
-	eventually(t, "both indexes synced", func() bool { return streamed.HasSynced() && whole.HasSynced() })
+	streamed, whole := startIndexes(t)
 	fps := map[string]string{}
 	for _, name := range names {
 		fps[name] = agree(t, streamed, whole, ns, name) // by the list
@@ -190,9 +180,7 @@ func TestStreamBreakTrickyContentOnTheRealAPIServer(t *testing.T) {
 		}
 	}
 	// A relist: a new stream index lists what the old one watched.
-	again := agentenv.NewIndex(dynamic.NewForConfigOrDie(cp.Config), stream)
-	again.Start(ctx)
-	eventually(t, "new index synced", again.HasSynced)
+	again, _ := startIndexes(t)
 	for _, name := range names {
 		if a, s := cachedIn(again, ns+"/"+name), cachedIn(streamed, ns+"/"+name); a == nil || !reflect.DeepEqual(a.Object, s.Object) {
 			t.Errorf("%s: listed %v, watched %v", name, a, s)

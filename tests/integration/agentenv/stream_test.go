@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 )
@@ -31,17 +30,7 @@ func TestStreamedCacheIsTheLiveObjectsSlimCopy(t *testing.T) {
 		u.Object["spec"].(map[string]interface{})["agentAffinity"] = nil // the schema drops it: null is what the apiserver stores
 		create(t, fleetGVR, u)
 	}
-	stream, err := agentenv.NewRESTClient(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	streamed := agentenv.NewIndex(dynamic.NewForConfigOrDie(cp.Config), stream)
-	whole := agentenv.NewIndex(dynamic.NewForConfigOrDie(cp.Config), nil)
-	streamed.Start(ctx)
-	whole.Start(ctx)
-	eventually(t, "both indexes synced", func() bool { return streamed.HasSynced() && whole.HasSynced() })
+	streamed, whole := startIndexes(t)
 
 	cached := func(ix *agentenv.Index, name string) *unstructured.Unstructured {
 		o, ok, _ := ix.Informer().GetStore().GetByKey(ns + "/" + name)
