@@ -122,8 +122,9 @@ func (f *fingerprintWriter) bytes(b []byte) {
 // managedFields and generation, and the RecordAnnotation and
 // StatusAnnotation annotations; parts are hashed by putValue, in the key
 // order the apiserver encodes them: a custom resource is served by
-// unstructuredJSONScheme.doEncode, json.NewEncoder(w).Encode(t.Object)
-// with Go's encoding/json, which sorts map keys (k8s.io/apimachinery
+// unstructuredJSONScheme.doEncode, json.NewEncoder(w).Encode(t.Object),
+// whose pkg/util/json.NewEncoder is Go's encoding/json encoder, which
+// sorts map keys (k8s.io/apimachinery
 // v0.32.13, kube-apiserver 1.32.13's, pkg/apis/meta/v1/unstructured/
 // helpers.go; the same in v0.28.15). Checked on the real apiserver by
 // TestStreamedCacheIsTheLiveObjectsSlimCopy and the stream_break tests.
