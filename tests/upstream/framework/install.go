@@ -1,0 +1,284 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	itfw "leasetune.io/leasetune/tests/integration/framework"
+)
+
+// Options says what an Installation runs.
+type Options struct {
+	// Fleet is the Fleet release to run (FleetV013, FleetV014).
+	Fleet string
+	// Rancher runs Rancher v2.12.12 and installs Fleet as Rancher installs
+	// it (bootstrap off; the local cluster comes from Rancher); without
+	// it Fleet runs standalone (its chart's defaults: bootstrap on).
+	Rancher bool
+	// Leasetune are --set values for leasetune's chart after the suite's.
+	Leasetune []string
+}
+
+// Installation is a control plane with the real Rancher (optional), the
+// real Fleet and leasetune installed by their charts and run by the
+// Kubelet double.
+type Installation struct {
+	Opts       Options
+	CP         *itfw.ControlPlane
+	Dyn        dynamic.Interface
+	Dir        string
+	Kubeconfig string
+	Audit      AuditLog
+	Bin        Binaries
+	Helm       Helm
+	Kubelet    *Kubelet
+	Tokens     *TokenFiller
+	Rancher    RancherServer
+	Leasetune  LeasetuneServer
+	// Admin is Rancher's admin logged in (nil without Rancher).
+	Admin *RancherAPI
+}
+
+// SettingGVR is Rancher's Setting resource.
+var SettingGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
+
+func progress(format string, args ...interface{}) {
+	fmt.Fprintf(os.Stderr, "upstream: "+format+"\n", args...)
+}
+
+// step runs f with a progress line and its duration.
+func step(what string, f func() error) error {
+	start := time.Now()
+	progress("%s ...", what)
+	if err := f(); err != nil {
+		progress("%s: failed after %s: %v", what, time.Since(start).Round(time.Second), err)
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	progress("%s: done in %s", what, time.Since(start).Round(time.Second))
+	return nil
+}
+
+// Start brings up an installation. On error what it started is stopped.
+func Start(opts Options) (_ *Installation, err error) {
+	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime
+	in := &Installation{Opts: opts}
+	if in.Dir, err = os.MkdirTemp("", "leasetune-upstream-"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			in.Stop()
+		}
+	}()
+	if err := step("binaries (scripts/upstream.sh --check) and leasetune", func() (err error) {
+		need := []string{"fleet-" + opts.Fleet}
+		if opts.Rancher {
+			need = append(need, "rancher-"+RancherVersion)
+		}
+		in.Bin, err = FindBinaries(in.Dir, need...)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	in.Audit = AuditLog{Path: in.Dir + "/audit.log"}
+	if err := step("control plane (kube-apiserver and etcd, audit log)", func() (err error) {
+		in.CP, err = itfw.Start(itfw.Options{AuditLog: in.Audit.Path})
+		if err != nil {
+			return err
+		}
+		if in.Kubeconfig, err = in.CP.Kubeconfig(in.Dir); err != nil {
+			return err
+		}
+		in.Dyn, err = dynamic.NewForConfig(in.CP.Config)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if in.Helm, err = NewHelm(in.Kubeconfig); err != nil {
+		return nil, err
+	}
+	if in.Tokens, err = StartTokenFiller(in.CP.Config); err != nil {
+		return nil, err
+	}
+	if in.Rancher, err = NewRancherServer(); err != nil {
+		return nil, err
+	}
+	if in.Leasetune, err = NewLeasetuneServer(); err != nil {
+		return nil, err
+	}
+	fleet := FleetRunner(in.Bin, opts.Fleet)
+	runners := map[string]Runner{
+		LeasetuneNamespace + "/leasetune":    LeasetuneRunner(in.Bin, in.Leasetune),
+		FleetLocalNamespace + "/fleet-agent": fleet,
+		FleetNamespace + "/fleet-agent":      fleet,
+	}
+	for _, d := range FleetDeployments {
+		runners[FleetNamespace+"/"+d] = fleet
+	}
+	if opts.Rancher {
+		runners[RancherNamespace+"/"+RancherDeployment] = RancherRunner(in.Bin, in.Rancher)
+	}
+	if in.Kubelet, err = StartKubelet(in.CP.Config, in.Dir, runners); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+
+	if err := step("Fleet "+opts.Fleet+" CRDs (helm install fleet-crd)", func() error {
+		return in.Helm.Install("fleet-crd", FleetChart(in.Bin, opts.Fleet)+"-crd", FleetNamespace, nil)
+	}); err != nil {
+		return nil, err
+	}
+	settings := map[string]string{}
+	if opts.Rancher {
+		if err := step("Rancher "+RancherVersion+" (helm install rancher; the Kubelet double runs it until /ping answers)", func() error {
+			chart, err := RancherChart(in.Bin, in.Dir)
+			if err != nil {
+				return err
+			}
+			values, err := RancherValues(in.Dir, in.Rancher)
+			if err != nil {
+				return err
+			}
+			if err := in.Helm.Install("rancher", chart, RancherNamespace, []string{values}); err != nil {
+				return err
+			}
+			return in.waitRunning(ctx, RancherNamespace, RancherDeployment)
+		}); err != nil {
+			return nil, err
+		}
+		if err := step("Rancher login as admin, and the settings Fleet's chart gets", func() error {
+			return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+				a, err := Login(ctx, in.Rancher.URL(), "admin", RancherPassword)
+				if err != nil {
+					return false, nil
+				}
+				in.Admin = a
+				for _, n := range []string{"server-url", "cacerts", "agent-tls-mode", "system-default-registry"} {
+					s, err := in.Dyn.Resource(SettingGVR).Get(ctx, n, metav1.GetOptions{})
+					if err != nil {
+						return false, nil
+					}
+					v, _ := s.Object["value"].(string)
+					if v == "" {
+						v, _ = s.Object["default"].(string)
+					}
+					settings[n] = v
+				}
+				return settings["server-url"] != "", nil
+			})
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if err := step("Fleet "+opts.Fleet+" (helm install fleet; the Kubelet double runs its Deployments)", func() error {
+		var files []string
+		var set []string
+		if opts.Rancher {
+			f, err := RancherFleetValues(in.Dir, opts.Fleet, settings)
+			if err != nil {
+				return err
+			}
+			files = append(files, f)
+		} else {
+			set = append(set, "image.tag="+opts.Fleet, "agentImage.tag="+opts.Fleet)
+		}
+		if err := in.Helm.Install("fleet", FleetChart(in.Bin, opts.Fleet), FleetNamespace, files, set...); err != nil {
+			return err
+		}
+		for _, d := range FleetDeployments {
+			if err := in.waitRunning(ctx, FleetNamespace, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := step("leasetune (helm install leasetune; the Kubelet double runs it until /readyz answers)", func() error {
+		chart, err := LeasetuneChart()
+		if err != nil {
+			return err
+		}
+		set := []string{"replicaCount=1", "image.repository=leasetune-upstream-test"}
+		if opts.Rancher {
+			set = append(set, "installCRDs=false")
+		} else {
+			// The chart's Role for rancher-config lives in cattle-system,
+			// which a standalone Fleet does not make.
+			_, err := in.CP.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: RancherNamespace}}, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			set = append(set, "rancherElection.enabled=false", "uiPlugin.enabled=false")
+		}
+		set = append(set, opts.Leasetune...)
+		if err := in.Helm.Install("leasetune", chart, LeasetuneNamespace, nil, set...); err != nil {
+			return err
+		}
+		if err := PointWebhooks(ctx, in.CP.Client, "leasetune", in.Leasetune.Webhook); err != nil {
+			return err
+		}
+		return in.waitRunning(ctx, LeasetuneNamespace, "leasetune")
+	}); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// waitRunning waits for a Deployment the Kubelet double runs, and says
+// what the double could not do when it does not come up.
+func (in *Installation) waitRunning(ctx context.Context, ns, name string) error {
+	if err := in.Kubelet.WaitRunning(ctx, ns, name); err != nil {
+		return fmt.Errorf("%s/%s not running: %v\nkubelet double: %s\ncrashes: %s\n%s", ns, name, err,
+			strings.Join(in.Kubelet.Errors(), "\n"), strings.Join(in.Kubelet.Crashes(), "\n"), in.Logs(ns, name, 40))
+	}
+	return nil
+}
+
+// Logs returns the last n lines of every container log of the running
+// pods of Deployment ns/name.
+func (in *Installation) Logs(ns, name string, n int) string {
+	var b strings.Builder
+	for _, p := range in.Kubelet.Pods(ns, name) {
+		for _, c := range p.Template.Spec.Containers {
+			lines := strings.Split(strings.TrimRight(p.Log(c.Name), "\n"), "\n")
+			if len(lines) > n {
+				lines = lines[len(lines)-n:]
+			}
+			fmt.Fprintf(&b, "--- %s/%s %s (last %d lines) ---\n%s\n", ns, p.Name, c.Name, len(lines), strings.Join(lines, "\n"))
+		}
+	}
+	return b.String()
+}
+
+// Stop stops every process and the control plane, and removes the
+// installation's folder unless LEASETUNE_UPSTREAM_KEEP is set (then it
+// says where it is).
+func (in *Installation) Stop() {
+	if in.Kubelet != nil {
+		in.Kubelet.Stop()
+	}
+	if in.Tokens != nil {
+		in.Tokens.Stop()
+	}
+	if in.CP != nil {
+		_ = in.CP.Stop()
+	}
+	if os.Getenv("LEASETUNE_UPSTREAM_KEEP") != "" {
+		progress("kept %s (logs of every pod, the audit log)", in.Dir)
+		return
+	}
+	_ = os.RemoveAll(in.Dir)
+}

@@ -1,0 +1,121 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	itfw "leasetune.io/leasetune/tests/integration/framework"
+)
+
+// LeasetuneNamespace is where the suite installs leasetune's chart (the
+// README's install command).
+const LeasetuneNamespace = "leasetune-system"
+
+// LeasetuneServer holds the addresses of leasetune's webhook and UI
+// bundle server, the same for every pod (the role of their Services).
+type LeasetuneServer struct{ Webhook, UI string }
+
+// NewLeasetuneServer chooses the addresses.
+func NewLeasetuneServer() (LeasetuneServer, error) {
+	w, err := FreeAddr()
+	if err != nil {
+		return LeasetuneServer{}, err
+	}
+	u, err := FreeAddr()
+	return LeasetuneServer{Webhook: w, UI: u}, err
+}
+
+// UIEndpoint is the base URL Rancher fetches the UI bundle from.
+func (s LeasetuneServer) UIEndpoint() string { return "http://" + s.UI }
+
+// LeasetuneChart is the repository's chart.
+func LeasetuneChart() (string, error) {
+	root, err := itfw.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "charts", "leasetune"), nil
+}
+
+// LeasetuneRunner runs the leasetune container of the chart's Deployment
+// as the binary built from this repository, with the chart's args; the
+// addresses it binds move to loopback (metrics and health per pod, the
+// webhook and the UI server at s's, where their Services would send
+// traffic), its serving certificate also names 127.0.0.1 (--webhook-host),
+// and Rancher reaches the UI bundle at s.UIEndpoint (--ui-endpoint; in a
+// cluster it is the Service's DNS name). Ready when /readyz answers 200,
+// as the chart's readiness probe asks.
+func LeasetuneRunner(b Binaries, s LeasetuneServer) Runner {
+	client := &http.Client{Timeout: 2 * time.Second}
+	return Runner{
+		Exec: func(p *Pod, c *corev1.Container, argv []string) (string, []string, bool, error) {
+			if c.Name != "leasetune" || len(argv) == 0 || argv[0] != "controller" {
+				return "", nil, false, fmt.Errorf("container %s runs %v, not leasetune controller", c.Name, argv)
+			}
+			m, err := p.Addr("metrics")
+			if err != nil {
+				return "", nil, false, err
+			}
+			h, err := p.Addr("health")
+			if err != nil {
+				return "", nil, false, err
+			}
+			args := setFlag(argv, "--metrics-addr", m)
+			args = setFlag(args, "--health-addr", h)
+			args = setFlag(args, "--webhook-addr", s.Webhook)
+			args = setFlag(args, "--ui-addr", s.UI)
+			args = append(args, "--webhook-host=127.0.0.1", "--ui-endpoint="+s.UIEndpoint())
+			return b.Leasetune, args, true, nil
+		},
+		Ready: func(ctx context.Context, p *Pod) bool {
+			h, _ := p.Addr("health")
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+h+"/readyz", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		},
+		Grace: 30 * time.Second,
+	}
+}
+
+// PointWebhooks patches every webhook of the ValidatingWebhookConfiguration
+// name to call https://addr/<its path> instead of its Service (the test
+// control plane has no Service network), keeping everything else, the
+// caBundle leasetune keeps current among it.
+func PointWebhooks(ctx context.Context, cs kubernetes.Interface, name, addr string) error {
+	vwc, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	var ops []map[string]interface{}
+	for i, w := range vwc.Webhooks {
+		if w.ClientConfig.Service == nil {
+			continue
+		}
+		path := ""
+		if w.ClientConfig.Service.Path != nil {
+			path = *w.ClientConfig.Service.Path
+		}
+		ops = append(ops,
+			map[string]interface{}{"op": "remove", "path": fmt.Sprintf("/webhooks/%d/clientConfig/service", i)},
+			map[string]interface{}{"op": "add", "path": fmt.Sprintf("/webhooks/%d/clientConfig/url", i), "value": "https://" + addr + path})
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	body, _ := json.Marshal(ops)
+	_, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{})
+	return err
+}

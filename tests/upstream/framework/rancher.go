@@ -1,0 +1,243 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// RancherNamespace and RancherDeployment are where Rancher's chart runs
+// (its installation docs' namespace; the Deployment is the release name).
+const (
+	RancherNamespace  = "cattle-system"
+	RancherDeployment = "rancher"
+	// RancherPassword is the bootstrap password of the admin user.
+	RancherPassword = "leasetune-upstream-admin"
+)
+
+// RancherServer is where the Rancher the Kubelet double runs answers. Its
+// addresses stay the same across the pods of a rollout (the server URL
+// is a setting; Rancher binds :6666 whatever the pod, so only one Rancher
+// runs on the machine at a time).
+type RancherServer struct {
+	HTTP, HTTPS, Profile string
+}
+
+// URL is Rancher's server URL (https, loopback).
+func (r RancherServer) URL() string { return "https://" + r.HTTPS }
+
+// NewRancherServer chooses Rancher's addresses: an HTTPS port whose next
+// port is free too (Rancher also listens there).
+func NewRancherServer() (RancherServer, error) {
+	var s RancherServer
+	for i := 0; i < 50; i++ {
+		a, err := FreeAddr()
+		if err != nil {
+			return s, err
+		}
+		_, port, _ := net.SplitHostPort(a)
+		n, _ := strconv.Atoi(port)
+		next := "127.0.0.1:" + strconv.Itoa(n+1)
+		if l, err := net.Listen("tcp", next); err == nil {
+			l.Close()
+			s.HTTPS = a
+			break
+		}
+	}
+	if s.HTTPS == "" {
+		return s, fmt.Errorf("no free pair of ports for Rancher")
+	}
+	var err error
+	if s.HTTP, err = FreeAddr(); err != nil {
+		return s, err
+	}
+	s.Profile, err = FreeAddr()
+	return s, err
+}
+
+// RancherChart copies Rancher's chart (chart/ of its source tree) into
+// dir with the release's version in Chart.yaml, where the tree has the
+// %VERSION% and %APP_VERSION% placeholders its release build fills, and
+// returns its path.
+func RancherChart(b Binaries, dir string) (string, error) {
+	dst := filepath.Join(dir, "rancher-chart")
+	if err := copyTree(filepath.Join(b.RancherTree, "chart"), dst); err != nil {
+		return "", err
+	}
+	p := filepath.Join(dst, "Chart.yaml")
+	c, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
+	s := strings.ReplaceAll(string(c), "%APP_VERSION%", RancherVersion)
+	s = strings.ReplaceAll(s, "%VERSION%", strings.TrimPrefix(RancherVersion, "v"))
+	return dst, os.WriteFile(p, []byte(s), 0o644)
+}
+
+// RancherValues are the values the suite installs Rancher's chart with,
+// written to dir/rancher-values.yaml: one replica (one Rancher per
+// machine), the bootstrap password, the bundled system charts, the image
+// tag of the release (leasetune reads Rancher's version from it), no
+// ingress (tls external: Rancher's own certificate, `--no-cacerts`, as
+// the README of ../shared/upstream runs it), and in extraEnv what a
+// Rancher outside a cluster needs there: CATTLE_DEV_MODE (no driver
+// jail), the server URL, and no Harvester feature. The aggregation
+// registration timeout is long: the kube-apiserver cannot reach Rancher's
+// extension API here, and Rancher exits after the default 5 minutes.
+func RancherValues(dir string, s RancherServer) (string, error) {
+	v := map[string]interface{}{
+		"replicas":                       1,
+		"bootstrapPassword":              RancherPassword,
+		"useBundledSystemChart":          true,
+		"rancherImageTag":                RancherVersion,
+		"hostname":                       "127.0.0.1",
+		"ingress":                        map[string]interface{}{"enabled": false},
+		"tls":                            "external",
+		"features":                       "harvester=false",
+		"aggregationRegistrationTimeout": "87600h",
+		"extraEnv": []map[string]string{
+			{"name": "CATTLE_DEV_MODE", "value": "yes"},
+			{"name": "CATTLE_SERVER_URL", "value": s.URL()},
+		},
+	}
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "rancher-values.yaml")
+	return p, os.WriteFile(p, b, 0o600)
+}
+
+// RancherRunner runs the rancher container of Rancher's Deployment as the
+// Rancher server built from v2.12.12 with the chart's args, its ports
+// moved to s's loopback addresses (--http-listen-port, --https-listen-port,
+// and --profile-listen-address, 127.0.0.1:6060 by default), and the pod's
+// kubeconfig (Rancher's --kubeconfig reads KUBECONFIG: rancher/rancher
+// v2.12.12 main.go). Ready when /ping answers pong (the chart's probes ask
+// /healthz on the HTTP port; /ping is what ../shared/upstream/README.md
+// found ready).
+func RancherRunner(b Binaries, s RancherServer) Runner {
+	_, httpPort, _ := net.SplitHostPort(s.HTTP)
+	_, httpsPort, _ := net.SplitHostPort(s.HTTPS)
+	client := insecureClient(2 * time.Second)
+	return Runner{
+		Exec: func(p *Pod, c *corev1.Container, argv []string) (string, []string, bool, error) {
+			if c.Name != "rancher" {
+				return "", nil, false, fmt.Errorf("unknown container %s in Rancher's Deployment", c.Name)
+			}
+			args := setFlag(argv, "--http-listen-port", httpPort)
+			args = setFlag(args, "--https-listen-port", httpsPort)
+			args = setFlag(args, "--profile-listen-address", s.Profile)
+			return b.Rancher, args, true, nil
+		},
+		Ready: func(ctx context.Context, p *Pod) bool {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/ping", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode == http.StatusOK && string(body) == "pong"
+		},
+		Grace: 30 * time.Second,
+	}
+}
+
+// setFlag returns args with flag name set to value: an existing
+// "--name=v" or "--name v" is replaced, else "--name=value" is appended.
+func setFlag(args []string, name, value string) []string {
+	out := append([]string(nil), args...)
+	for i, a := range out {
+		if a == name && i+1 < len(out) {
+			out[i+1] = value
+			return out
+		}
+		if strings.HasPrefix(a, name+"=") {
+			out[i] = name + "=" + value
+			return out
+		}
+	}
+	return append(out, name+"="+value)
+}
+
+func insecureClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		// Rancher's own self-signed certificate, on loopback.
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec
+	}}
+}
+
+// RancherAPI is a client of Rancher's HTTP API (Norman's /v3 and steve's
+// /v1) with a login token, as Rancher's UI uses it.
+type RancherAPI struct {
+	URL, Token string
+	client     *http.Client
+}
+
+// Login logs user in with Rancher's local auth provider
+// (POST /v3-public/localProviders/local?action=login, responseType json)
+// and returns a client with the token it answers.
+func Login(ctx context.Context, url, user, password string) (*RancherAPI, error) {
+	a := &RancherAPI{URL: url, client: insecureClient(30 * time.Second)}
+	code, body, err := a.Do(ctx, http.MethodPost, "/v3-public/localProviders/local?action=login",
+		map[string]string{"username": user, "password": password, "responseType": "json"})
+	if err != nil {
+		return nil, err
+	}
+	if code != http.StatusCreated && code != http.StatusOK {
+		return nil, fmt.Errorf("login %s: %d %s", user, code, body)
+	}
+	var tok struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(body, &tok); err != nil || tok.Token == "" {
+		return nil, fmt.Errorf("login %s: no token in %s", user, body)
+	}
+	a.Token = tok.Token
+	return a, nil
+}
+
+// Do sends a request with the token (if any) and a JSON body (if not
+// nil) and returns the status code and the body.
+func (a *RancherAPI) Do(ctx context.Context, method, path string, body interface{}) (int, []byte, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.URL+path, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if a.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.Token)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
