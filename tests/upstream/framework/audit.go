@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -188,17 +189,35 @@ func Format(m map[string]int) string {
 }
 
 // LockRate returns the requests per hour on the lock Lease
-// namespace/name among rs that were received in [from, to), and how many
-// there were: the count over the window's length, which for a leader
-// renewing every retry period is within one period of the truth.
-func LockRate(rs []Request, namespace, name string, from, to time.Time) (perHour float64, n int) {
+// namespace/name among rs, and how many there were. A leader renews once
+// per retry period (one update, or a get and an update: client-go before
+// v0.30), so n requests cover the span from the first to the last plus
+// one renewal interval (the median time between two updates): the rate is
+// n over that, exact for a regular renewal whatever the window's edges.
+// With fewer than three updates the rate is 0.
+func LockRate(rs []Request, namespace, name string) (perHour float64, n int) {
+	var all, updates []time.Time
 	for _, r := range rs {
-		if r.Resource == "leases" && r.Namespace == namespace && r.Name == name && r.Subresource == "" &&
-			!r.Time.Before(from) && r.Time.Before(to) {
-			n++
+		if r.Resource != "leases" || r.Namespace != namespace || r.Name != name || r.Subresource != "" {
+			continue
+		}
+		all = append(all, r.Time)
+		if r.Verb == "update" {
+			updates = append(updates, r.Time)
 		}
 	}
-	return float64(n) / to.Sub(from).Hours(), n
+	if len(updates) < 3 {
+		return 0, len(all)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Before(all[j]) })
+	sort.Slice(updates, func(i, j int) bool { return updates[i].Before(updates[j]) })
+	gaps := make([]time.Duration, 0, len(updates)-1)
+	for i := 1; i < len(updates); i++ {
+		gaps = append(gaps, updates[i].Sub(updates[i-1]))
+	}
+	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
+	span := all[len(all)-1].Sub(all[0]) + gaps[len(gaps)/2]
+	return float64(len(all)) / span.Hours(), len(all)
 }
 
 // FreeAddr returns a loopback address with a port free now.

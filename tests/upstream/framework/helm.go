@@ -41,10 +41,14 @@ func (h Helm) Run(args ...string) (string, error) {
 }
 
 // Install installs chart as release in namespace (created if missing)
-// with the given --set values (values files in files), without hooks
-// (no Job ever runs here: there is no kube-controller-manager).
-func (h Helm) Install(release, chart, namespace string, files []string, set ...string) error {
-	args := []string{"install", release, chart, "--namespace", namespace, "--create-namespace", "--no-hooks"}
+// with the given --set values (values files in files). Without hooks when
+// noHooks: a hook Job would never run here (there is no
+// kube-controller-manager) and helm would wait for it.
+func (h Helm) Install(release, chart, namespace string, noHooks bool, files []string, set ...string) error {
+	args := []string{"install", release, chart, "--namespace", namespace, "--create-namespace"}
+	if noHooks {
+		args = append(args, "--no-hooks")
+	}
 	for _, f := range files {
 		args = append(args, "--values", f)
 	}

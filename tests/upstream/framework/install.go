@@ -136,7 +136,7 @@ func Start(opts Options) (_ *Installation, err error) {
 	defer cancel()
 
 	if err := step("Fleet "+opts.Fleet+" CRDs (helm install fleet-crd)", func() error {
-		return in.Helm.Install("fleet-crd", FleetChart(in.Bin, opts.Fleet)+"-crd", FleetNamespace, nil)
+		return in.Helm.Install("fleet-crd", FleetChart(in.Bin, opts.Fleet)+"-crd", FleetNamespace, false, nil)
 	}); err != nil {
 		return nil, err
 	}
@@ -151,7 +151,10 @@ func Start(opts Options) (_ *Installation, err error) {
 			if err != nil {
 				return err
 			}
-			if err := in.Helm.Install("rancher", chart, RancherNamespace, []string{values}); err != nil {
+			// With hooks: the bootstrap-secret is a pre-install hook
+			// (chart/templates/secret.yaml); the chart's Jobs are
+			// pre-upgrade and post-delete hooks only.
+			if err := in.Helm.Install("rancher", chart, RancherNamespace, false, []string{values}); err != nil {
 				return err
 			}
 			return in.waitRunning(ctx, RancherNamespace, RancherDeployment)
@@ -194,7 +197,9 @@ func Start(opts Options) (_ *Installation, err error) {
 		} else {
 			set = append(set, "image.tag="+opts.Fleet, "agentImage.tag="+opts.Fleet)
 		}
-		if err := in.Helm.Install("fleet", FleetChart(in.Bin, opts.Fleet), FleetNamespace, files, set...); err != nil {
+		// Without hooks: the chart's cleanup Job is a post-install hook
+		// (charts/fleet/templates/job_cleanup_clusterregistrations.yaml).
+		if err := in.Helm.Install("fleet", FleetChart(in.Bin, opts.Fleet), FleetNamespace, true, files, set...); err != nil {
 			return err
 		}
 		for _, d := range FleetDeployments {
@@ -224,7 +229,7 @@ func Start(opts Options) (_ *Installation, err error) {
 			set = append(set, "rancherElection.enabled=false", "uiPlugin.enabled=false")
 		}
 		set = append(set, opts.Leasetune...)
-		if err := in.Helm.Install("leasetune", chart, LeasetuneNamespace, nil, set...); err != nil {
+		if err := in.Helm.Install("leasetune", chart, LeasetuneNamespace, false, nil, set...); err != nil {
 			return err
 		}
 		if err := PointWebhooks(ctx, in.CP.Client, "leasetune", in.Leasetune.Webhook); err != nil {

@@ -297,8 +297,10 @@ func (k *Kubelet) next(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return true
 		}
+		msg := fmt.Sprintf("%s %s: %v", time.Now().Format(time.TimeOnly), key, err)
+		fmt.Fprintln(os.Stderr, "kubelet double: "+msg)
 		k.mu.Lock()
-		k.errs = append(k.errs, fmt.Sprintf("%s %s: %v", time.Now().Format(time.TimeOnly), key, err))
+		k.errs = append(k.errs, msg)
 		k.mu.Unlock()
 		k.queue.AddRateLimited(key)
 		return true
@@ -678,7 +680,9 @@ func sortedKeys[V any](m map[string]V) []string {
 func (pr *process) start(dir string) error {
 	cmd := exec.Command(pr.path, pr.args...)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, pr.env, pr.log, pr.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group (stop signals the whole group), and killed if
+	// the test process dies first, so that no Rancher outlives a test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	fmt.Fprintf(pr.log, "=== kubelet double: start %s %s\n", pr.path, strings.Join(pr.args, " "))
 	if err := cmd.Start(); err != nil {
 		return err
@@ -759,4 +763,10 @@ func stopPod(p *Pod) {
 		go func(pr *process) { defer wg.Done(); pr.stop() }(pr)
 	}
 	wg.Wait()
+}
+
+// runs reports whether the double runs Deployment key (namespace/name).
+func (k *Kubelet) runs(key string) bool {
+	_, ok := k.runners[key]
+	return ok
 }

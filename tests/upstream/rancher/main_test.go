@@ -1,0 +1,34 @@
+//go:build upstream
+
+// Package rancher_test runs leasetune, installed by its chart, beside the
+// real Rancher v2.12.12 and the Fleet it ships (v0.13.14, installed with
+// the values Rancher gives Fleet's chart), each run from its Deployment by
+// the Kubelet double on one real kube-apiserver with an audit log. The
+// tests run in file order and share the installation: each leaves it
+// converged.
+package rancher_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"leasetune.io/leasetune/tests/upstream/framework"
+)
+
+var in *framework.Installation
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	in, err = framework.Start(framework.Options{Rancher: true, Fleet: framework.FleetV013})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer in.Stop()
+	return m.Run()
+}
