@@ -50,8 +50,12 @@ type Installation struct {
 	Admin *RancherAPI
 }
 
-// SettingGVR is Rancher's Setting resource.
-var SettingGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
+// SettingGVR is Rancher's Setting resource, UIPluginGVR Rancher's UI
+// extension resource.
+var (
+	SettingGVR  = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
+	UIPluginGVR = schema.GroupVersionResource{Group: "catalog.cattle.io", Version: "v1", Resource: "uiplugins"}
+)
 
 func progress(format string, args ...interface{}) {
 	fmt.Fprintf(os.Stderr, "upstream: "+format+"\n", args...)
@@ -235,7 +239,17 @@ func Start(opts Options) (_ *Installation, err error) {
 		if err := PointWebhooks(ctx, in.CP.Client, "leasetune", in.Leasetune.Webhook); err != nil {
 			return err
 		}
-		return in.waitRunning(ctx, LeasetuneNamespace, "leasetune")
+		if err := in.waitRunning(ctx, LeasetuneNamespace, "leasetune"); err != nil {
+			return err
+		}
+		if !opts.Rancher {
+			return nil
+		}
+		// Its UIPlugin, which it keeps from its start on (pkg/uiplugin).
+		return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err := in.Dyn.Resource(UIPluginGVR).Namespace("cattle-ui-plugin-system").Get(ctx, "leasetune", metav1.GetOptions{})
+			return err == nil, nil
+		})
 	}); err != nil {
 		return nil, err
 	}

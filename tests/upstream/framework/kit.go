@@ -245,3 +245,22 @@ func (in *Installation) SetTriple(t testing.TB, prefix string, cur, want electio
 	}
 	t.Fatalf("no order of edits takes %s from %s to %s through valid triples", prefix, cur, want)
 }
+
+// SettingsTriple returns the triple the three settings of prefix give
+// (an empty value is the default's field).
+func (in *Installation) SettingsTriple(t testing.TB, prefix string, defaults election.Timings) election.Timings {
+	t.Helper()
+	tm := defaults
+	for f, sfx := range settingSuffix {
+		v := in.SettingValues(t, []string{prefix + sfx})[prefix+sfx]
+		if v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("setting %s%s=%q: %v", prefix, sfx, v, err)
+		}
+		tm = tm.With(f, d)
+	}
+	return tm
+}

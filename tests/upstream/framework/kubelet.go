@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -49,6 +50,11 @@ type Runner struct {
 	// Grace is how long a process has between SIGTERM and SIGKILL; zero
 	// is the template's terminationGracePeriodSeconds (30s by default).
 	Grace time.Duration
+	// Recreate stops the old pods before it starts new ones whatever the
+	// Deployment's strategy says: for programs that bind fixed addresses
+	// (Rancher binds :6666; a Service's address here is one port), which
+	// two pods cannot share on one machine.
+	Recreate bool
 }
 
 // Pod is one replica of a Deployment the double runs: a process per
@@ -70,9 +76,10 @@ type Pod struct {
 	// kubelet's resolution (last entry of a name wins).
 	Env map[string][]string
 
-	addrs map[string]string
-	procs []*process
-	mu    sync.Mutex
+	addrs   map[string]string
+	procs   []*process
+	started time.Time
+	mu      sync.Mutex
 }
 
 // Addr returns the loopback address (host:port) named name in this pod,
@@ -148,12 +155,24 @@ type process struct {
 //     availableReplicas, unavailableReplicas) and the Available and
 //     Progressing conditions of util/deployment_util.go.
 //
-// What it does differently, on purpose: a rollout stops the old pods and
-// then starts the new ones (the Recreate order) whatever the strategy, so
-// that a server with fixed ports (Rancher binds :6666) can be rolled; each
-// replica still restarts exactly once per template change. A container
-// that exits is restarted after 1s, doubling to 30s (the kubelet's
-// back-off starts at 10s and caps at 5 minutes).
+// A rollout follows the strategy's order: with RollingUpdate and a
+// maxSurge above zero (the API's default, 25%, rounds up to one) the new
+// pods start first and the old ones stop once the new ones are ready
+// (pkg/controller/deployment/rolling.go: scale up the new ReplicaSet, then
+// down the old); with Recreate, or maxSurge zero, the old ones stop first.
+// A pod without a readiness check is ready 2s after its processes start,
+// never at once (a kubelet takes at least that from a new pod to running
+// containers; an old pod stopped in the same instant as its replacement
+// starts would cut short what it was doing, e.g. the fleet-agent's helm
+// upgrade of itself).
+//
+// What it does differently, on purpose: all replicas of a rollout are
+// replaced together (one step, whatever maxSurge and maxUnavailable
+// allow), and a runner can ask for the Recreate order (Runner.Recreate)
+// for programs with fixed addresses; each replica still restarts exactly
+// once per template change. A container that exits is restarted after 1s,
+// doubling to 30s (the kubelet's back-off starts at 10s and caps at 5
+// minutes).
 type Kubelet struct {
 	cs      kubernetes.Interface
 	cfg     *rest.Config
@@ -316,6 +335,21 @@ func replicas(d *appsv1.Deployment) int32 {
 	return *d.Spec.Replicas
 }
 
+// surges reports whether a rollout of d starts new pods before it stops
+// old ones: RollingUpdate (the default) with maxSurge above zero, a
+// percentage rounded up (pkg/controller/deployment/util ResolveFenceposts).
+func surges(d *appsv1.Deployment) bool {
+	st := d.Spec.Strategy
+	if st.Type == appsv1.RecreateDeploymentStrategyType {
+		return false
+	}
+	if st.RollingUpdate == nil || st.RollingUpdate.MaxSurge == nil {
+		return true // 25%
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(st.RollingUpdate.MaxSurge, int(replicas(d)), true)
+	return err == nil && n > 0
+}
+
 // templateHash hashes the pod template (the Deployment controller's
 // pod-template-hash plays this role: any change to the template is a new
 // ReplicaSet, so a rollout).
@@ -359,20 +393,27 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 	if current && int32(len(cur)) == want {
 		return k.reportDone(ctx, d, want)
 	}
-	// A rollout (or a scale): old pods go first, then the new ones start.
+	// A rollout (or a scale).
 	if err := k.reportProgress(ctx, d, want); err != nil {
 		return err
 	}
+	r := k.runners[key]
 	replaced := len(cur) > 0 && !current
-	for _, p := range cur {
-		stopPod(p)
+	stopOld := func() {
+		for _, p := range cur {
+			stopPod(p)
+		}
+		k.mu.Lock()
+		delete(k.pods, key)
+		if replaced {
+			k.rollouts[key]++
+		}
+		k.mu.Unlock()
 	}
-	k.mu.Lock()
-	delete(k.pods, key)
-	if replaced {
-		k.rollouts[key]++
+	surge := !r.Recreate && surges(d)
+	if !surge {
+		stopOld()
 	}
-	k.mu.Unlock()
 	var started []*Pod
 	for i := int32(0); i < want; i++ {
 		p, err := k.startPod(ctx, d, hash)
@@ -384,18 +425,26 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 		}
 		started = append(started, p)
 	}
+	for _, p := range started {
+		ready := r.Ready
+		if ready == nil {
+			ready = func(ctx context.Context, p *Pod) bool { return time.Since(p.started) >= 2*time.Second }
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true,
+			func(ctx context.Context) (bool, error) { return ready(ctx, p), nil }); err != nil {
+			for _, q := range started {
+				stopPod(q)
+			}
+			return fmt.Errorf("pod %s not ready within 5 minutes", p.Name)
+		}
+	}
+	if surge {
+		stopOld()
+	}
 	k.mu.Lock()
 	k.pods[key] = started
 	k.starts[key]++
 	k.mu.Unlock()
-	if r := k.runners[key]; r.Ready != nil {
-		for _, p := range started {
-			if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 5*time.Minute, true,
-				func(ctx context.Context) (bool, error) { return r.Ready(ctx, p), nil }); err != nil {
-				return fmt.Errorf("pod %s not ready within 5 minutes", p.Name)
-			}
-		}
-	}
 	return k.reportDone(ctx, d, want)
 }
 
@@ -534,6 +583,7 @@ func (k *Kubelet) startPod(ctx context.Context, d *appsv1.Deployment, hash strin
 		p.procs = append(p.procs, pr)
 		go pr.supervise(p.Dir)
 	}
+	p.started = time.Now()
 	return p, nil
 }
 

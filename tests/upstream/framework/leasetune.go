@@ -86,7 +86,8 @@ func LeasetuneRunner(b Binaries, s LeasetuneServer) Runner {
 			resp.Body.Close()
 			return resp.StatusCode == http.StatusOK
 		},
-		Grace: 30 * time.Second,
+		Grace:    30 * time.Second,
+		Recreate: true, // the webhook's and the UI's addresses stand for their Services
 	}
 }
 

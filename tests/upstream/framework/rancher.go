@@ -153,7 +153,8 @@ func RancherRunner(b Binaries, s RancherServer) Runner {
 			body, _ := io.ReadAll(resp.Body)
 			return resp.StatusCode == http.StatusOK && string(body) == "pong"
 		},
-		Grace: 30 * time.Second,
+		Grace:    30 * time.Second,
+		Recreate: true, // :6666 and the server URL's ports are the machine's
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"leasetune.io/leasetune/pkg/election"
@@ -127,8 +129,12 @@ func Test03SettingsAPI(t *testing.T) {
 		}
 	}
 
-	// A valid value: the fleet-controller triple 20s/15s/5s → 20s/15s/6s.
-	want := election.Timings{LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 6 * time.Second}
+	// A valid value: the fleet-controller triple's retry period 6s (after
+	// case 4: 20s/15s/5s → 20s/15s/6s).
+	want := in.SettingsTriple(t, "fleet-leader-election", election.FleetDefaults).With(election.RetryPeriod, 6*time.Second)
+	if err := want.Validate(); err != nil {
+		t.Fatal(err)
+	}
 	before := in.Rollouts(t)
 	mark, _ := in.Audit.Mark()
 	code, body, err = in.Admin.Do(ctx, http.MethodPut, "/v3/settings/fleet-leader-election-retry-period", map[string]string{"value": "6s"})
@@ -156,10 +162,10 @@ func Test03SettingsAPI(t *testing.T) {
 	framework.LeasetuneWrites(t, rs, wantWrites)
 	in.WantRollouts(t, before, wantRollouts)
 
-	// A value the webhook refuses: a retry period of 15s with the renew
-	// deadline 15s (client-go: renewDeadline > 1.2 × retryPeriod).
+	// A value the webhook refuses: a retry period equal to the renew
+	// deadline (client-go: renewDeadline > 1.2 × retryPeriod).
 	mark, _ = in.Audit.Mark()
-	code, body, err = in.Admin.Do(ctx, http.MethodPut, "/v3/settings/fleet-leader-election-retry-period", map[string]string{"value": "15s"})
+	code, body, err = in.Admin.Do(ctx, http.MethodPut, "/v3/settings/fleet-leader-election-retry-period", map[string]string{"value": want.RenewDeadline.String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,4 +252,134 @@ func restart(t *testing.T, ns, name string) {
 	if _, err := in.CP.Client.AppsV1().Deployments(ns).Patch(context.Background(), name, types.StrategicMergePatchType, []byte(p), metav1.PatchOptions{FieldManager: "kubectl-rollout"}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Test04RancherLock is case 5: Rancher's own lock kube-system/cattle-controllers
+// with the chart's rancherElection on. Rancher here runs with
+// CATTLE_DEV_MODE, whose lease is 45h/30h (wrangler v3.3.5
+// pkg/leader/leader.go computeConfig: developmentLeaseDuration,
+// developmentRenewDeadline) and whose retry period stays 2s; leasetune's
+// rancher-leader-election-* settings start at wrangler's 45s/30s/2s and so
+// write nothing. Setting 45s/30s/10s writes the rancher container's
+// CATTLE_ELECTION_* once (computeConfig reads each of them over the dev
+// values), Rancher rolls out once, and the lock's requests per hour before
+// and after are the model's (one replica: a leader and no follower;
+// Rancher v2.12.12 builds with client-go v0.33.13, go.mod, so the leader
+// updates without reading).
+func Test04RancherLock(t *testing.T) {
+	lock := map[string][]string{"kube-system": {"cattle-controllers"}}
+	devMode := election.Timings{LeaseDuration: 45 * time.Hour, RenewDeadline: 30 * time.Hour, RetryPeriod: 2 * time.Second}
+	if _, found := in.ContainerTriple(t, framework.RancherNamespace, framework.RancherDeployment, "rancher", election.CattlePrefix); found {
+		t.Fatal("the Rancher Deployment has CATTLE_ELECTION_* before the settings are set")
+	}
+	in.Steady(t, devMode, lock, 2*time.Minute)
+	w := in.Measure(t, 60*time.Second)
+	in.CheckLocks(t, w, devMode, election.LeaderOnlyUpdates, lock)
+
+	want := election.Timings{LeaseDuration: 45 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 10 * time.Second}
+	before := in.Rollouts(t)
+	mark, _ := in.Audit.Mark()
+	in.SetTriple(t, "rancher-leader-election", election.WranglerDefaults, want)
+	framework.Within(t, 2*time.Minute, "CATTLE_ELECTION_* on the rancher container", func() bool {
+		got, found := in.ContainerTriple(t, framework.RancherNamespace, framework.RancherDeployment, "rancher", election.CattlePrefix)
+		return found && got == want
+	})
+	if err := in.WaitRunning(framework.RancherNamespace, framework.RancherDeployment, 5*time.Minute); err != nil {
+		t.Fatalf("Rancher after the change: %v\n%s", err, in.Logs(framework.RancherNamespace, framework.RancherDeployment, 40))
+	}
+	// Rancher deletes the nine settings again at its start; leasetune
+	// restores them (case 1).
+	framework.Within(t, 3*time.Minute, "the rancher settings restored", func() bool {
+		v := in.SettingValues(t, []string{"rancher-leader-election-retry-period"})
+		return v["rancher-leader-election-retry-period"] == "10s"
+	})
+	in.Calm(t, 20*time.Second, 3*time.Minute)
+	rs, _ := in.Audit.Since(mark)
+	got := framework.WritesBy(rs, framework.Leasetune)
+	for w := range got {
+		if strings.Contains(w, " settings.management.cattle.io /") {
+			delete(got, w) // the restores after Rancher's start
+		}
+	}
+	if want := map[string]int{"patch deployments.apps " + framework.RancherNamespace + "/" + framework.RancherDeployment: 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("leasetune's writes besides the Settings:\n%swant:\n%s", framework.Format(got), framework.Format(want))
+	}
+	in.WantRollouts(t, before, map[string]int{framework.RancherNamespace + "/" + framework.RancherDeployment: 1})
+	if d := in.DuplicateEnvNames(t); len(d) > 0 {
+		t.Errorf("duplicate env names: %v", d)
+	}
+	in.Steady(t, want, lock, 3*time.Minute)
+	w = in.Measure(t, 90*time.Second)
+	in.CheckLocks(t, w, want, election.LeaderOnlyUpdates, lock)
+	in.NoCrashes(t)
+}
+
+// Test05UIPlugin is case 6: the real Rancher fetches leasetune's UI
+// bundle from the endpoint the chart gives leasetune (--ui-endpoint here:
+// the UI Service's address), marks the UIPlugin cached, and serves its
+// JavaScript at /v1/uiplugins/<name>/<version>/plugin/<file>, the same
+// bytes leasetune serves. rancher/rancher v2.12.12:
+// pkg/controllers/dashboard/plugin/controller.go OnPluginChange (status
+// cacheState cached, ready), fscache.go (package.json, files.txt and each
+// file fetched from the endpoint), pkg/api/steve/catalog/plugin.go
+// pluginHandler (served from the cache).
+func Test05UIPlugin(t *testing.T) {
+	ctx := context.Background()
+	gvr := framework.UIPluginGVR
+	var name, version, endpoint string
+	framework.Within(t, 3*time.Minute, "the UIPlugin cached by Rancher", func() bool {
+		u, err := in.Dyn.Resource(gvr).Namespace("cattle-ui-plugin-system").Get(ctx, "leasetune", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		name = str(u.Object, "spec", "plugin", "name")
+		version = str(u.Object, "spec", "plugin", "version")
+		endpoint = str(u.Object, "spec", "plugin", "endpoint")
+		ready, _ := u.Object["status"].(map[string]interface{})["ready"].(bool)
+		return str(u.Object, "status", "cacheState") == "cached" && ready
+	}, func() string {
+		u, _ := in.Dyn.Resource(gvr).Namespace("cattle-ui-plugin-system").Get(ctx, "leasetune", metav1.GetOptions{})
+		if u == nil {
+			return "no UIPlugin"
+		}
+		return fmt.Sprintf("status %v", u.Object["status"])
+	})
+	if endpoint != in.Leasetune.UIEndpoint()+"/uiplugin/"+name+"/"+version && !strings.HasPrefix(endpoint, in.Leasetune.UIEndpoint()) {
+		t.Errorf("the UIPlugin's endpoint %q is not leasetune's UI server %s", endpoint, in.Leasetune.UIEndpoint())
+	}
+	file := "/plugin/" + name + "-" + version + ".umd.min.js"
+	direct, err := httpGet(endpoint + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body, err := in.Admin.Do(ctx, http.MethodGet, "/v1/uiplugins/"+name+"/"+version+file, nil)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("GET the bundle through Rancher: %d %v", code, err)
+	}
+	if string(body) != string(direct) {
+		t.Errorf("Rancher serves %d bytes for %s, leasetune %d", len(body), file, len(direct))
+	}
+	code, body, err = in.Admin.Do(ctx, http.MethodGet, "/v1/uiplugins", nil)
+	if err != nil || code != http.StatusOK || !strings.Contains(string(body), `"`+name+`"`) {
+		t.Errorf("Rancher's plugin index does not list %s: %d %v %s", name, code, err, body)
+	}
+	t.Logf("Rancher serves %s %s from its cache (%d bytes of JavaScript), fetched from %s", name, version, len(direct), endpoint)
+}
+
+func str(obj map[string]interface{}, path ...string) string {
+	s, _, _ := unstructured.NestedString(obj, path...)
+	return s
+}
+
+func httpGet(url string) ([]byte, error) {
+	resp, err := http.Get(url) //nolint:gosec // a test's loopback URL
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return b, err
 }
