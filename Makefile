@@ -10,10 +10,13 @@ BIN := bin/leasetune
 # Integration packages run one at a time: each starts its own control plane,
 # and two cores do not run two of them well.
 INTEGRATION_PKGS := ./tests/integration/...
-UNIT_PKGS := $(shell $(GO) list ./... | grep -v /tests/integration/)
+UNIT_PKGS := $(shell $(GO) list ./... | grep -v -e /tests/integration/ -e /tests/upstream/)
+# Beside the real Rancher and Fleet (build tag upstream): one package at a
+# time, each with its own control plane and upstream processes.
+UPSTREAM_PKGS := $(shell $(GO) list -tags upstream ./tests/upstream/... | grep -v /framework)
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 3m
 
-.PHONY: all build run test test-unit test-integration controlplane lint chart-lint generate verify-generated fmt fuzz bench clean ui verify-ui test-ui
+.PHONY: all build run test test-unit test-integration test-upstream upstream controlplane lint chart-lint generate verify-generated fmt fuzz bench clean ui verify-ui test-ui
 
 all: lint build test
 
@@ -49,6 +52,27 @@ test-integration:
 	  echo "test-integration: go test -race -p 1 $(INTEGRATION_PKGS): one package at a time, each with its own kube-apiserver and etcd, each printed as it ends ..."; start=$$SECONDS; \
 	  if KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 -p 1 -timeout 30m $(INTEGRATION_PKGS); then echo "test-integration: passed in $$((SECONDS - start))s"; \
 	  else echo "test-integration: failed after $$((SECONDS - start))s"; exit 1; fi
+
+# The real Rancher v2.12.12 and Fleet v0.13.14 and v0.14.10 beside leasetune
+# (tests/upstream, README "The real Rancher and Fleet"). scripts/upstream.sh
+# builds them from ../shared/upstream into a cache outside the clone
+# ($$LEASETUNE_UPSTREAM_CACHE, default ~/.cache/leasetune-upstream): about
+# 40 minutes for Rancher and 10 for each Fleet the first time on 2 cores,
+# seconds afterwards. Not part of `make test`; .ci/run runs it when the
+# cache holds the builds.
+upstream: ## build the real Rancher and Fleet into the cache (once per machine)
+	scripts/upstream.sh
+
+test-upstream: ## the suite beside the real Rancher and Fleet (builds them first when missing)
+	@echo "test-upstream: control plane (scripts/controlplane.sh) ..."; start=$$SECONDS; \
+	  assets="$$(scripts/controlplane.sh)" || exit 1; echo "test-upstream: control plane in $$assets ($$((SECONDS - start))s)"; \
+	  echo "test-upstream: Rancher and Fleet (scripts/upstream.sh: about 60 minutes the first time, then seconds) ..."; start=$$SECONDS; \
+	  scripts/upstream.sh >/dev/null || exit 1; echo "test-upstream: Rancher and Fleet ready ($$((SECONDS - start))s)"; \
+	  for pkg in $(UPSTREAM_PKGS); do \
+	    echo "test-upstream: go test -tags upstream $$pkg (each step prints a line with its duration) ..."; start=$$SECONDS; \
+	    if KUBEBUILDER_ASSETS="$$assets" $(GO) test -tags upstream -count=1 -v -timeout 40m $$pkg; then echo "test-upstream: $$pkg passed in $$((SECONDS - start))s"; \
+	    else echo "test-upstream: $$pkg failed after $$((SECONDS - start))s"; exit 1; fi; \
+	  done
 
 # The Rancher UI extension (ui/, scripts/ui.sh): npm ci, then the extension
 # build into pkg/uiplugin/bundle, which the binary embeds and git holds (so
@@ -86,6 +110,7 @@ chart-lint: ## helm lint and helm template of charts/leasetune (helm built from 
 lint: verify-generated verify-ui chart-lint ## gofmt, go vet, go.mod tidiness, generated code current, the embedded UI bundle current, chart
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags upstream ./tests/upstream/...
 	@tmp="$$(mktemp -d)"; cp go.mod go.sum "$$tmp"/; $(GO) mod tidy; \
 	  if ! diff -u "$$tmp/go.mod" go.mod || ! diff -u "$$tmp/go.sum" go.sum; then \
 	    echo "go.mod/go.sum were not tidy (restored; run go mod tidy)"; cp "$$tmp"/go.mod "$$tmp"/go.sum .; exit 1; fi
