@@ -143,7 +143,11 @@ func createClusters(t *testing.T) []*managed {
 				}
 				n, _, _ := unstructured.NestedString(u.Object, "status", "clusterName")
 				m.mgmt = ref{framework.ManagementClusters, "", n}
-				return n != ""
+				if n == "" {
+					return false
+				}
+				_, err = in.Dyn.Resource(framework.ManagementClusters).Get(ctx, n, metav1.GetOptions{})
+				return err == nil
 			})
 		} else {
 			framework.Within(t, 2*time.Minute, "Rancher makes the provisioning Cluster of "+m.mgmt.name, func() bool {
