@@ -252,14 +252,15 @@ func (a *Analyzer) finish() {
 func (a *Analyzer) request(ev *event, file int) {
 	a.requests++
 	ts, ok := ev.timestamp()
-	if ok {
-		if a.from == 0 || ts < a.from {
-			a.from = ts
+	if at, logged := ev.loggedAt(); logged {
+		if a.from == 0 || at < a.from {
+			a.from = at
 		}
-		if ts > a.to {
-			a.to = ts
+		if at > a.to {
+			a.to = at
 		}
-	} else {
+	}
+	if !ok {
 		a.noTime++
 	}
 	a.top.add(ev.requestURI)

@@ -87,6 +87,24 @@ func (ev *event) timestamp() (int64, bool) {
 	return 0, false
 }
 
+// loggedAt returns the moment the event was written (stageTimestamp),
+// else its requestReceivedTimestamp, in Unix nanoseconds, and whether
+// either parsed. A log covers the time its events were written in: a
+// watch received half an hour before a rotated file begins completes
+// inside it with its old requestReceivedTimestamp (kube-apiserver ends
+// watches after --min-request-timeout, 1800s by default, to twice that).
+func (ev *event) loggedAt() (int64, bool) {
+	for _, raw := range [][]byte{ev.stageAt, ev.received} {
+		if len(raw) == 0 {
+			continue
+		}
+		if t, err := time.Parse(time.RFC3339Nano, string(raw)); err == nil {
+			return t.UnixNano(), true
+		}
+	}
+	return 0, false
+}
+
 // leaderAnnotated reports whether the request or response object carries
 // LeaderAnnotation in its metadata.
 func (ev *event) leaderAnnotated() bool {

@@ -19,8 +19,10 @@ type Report struct {
 	Lines    int `json:"lines"`
 	Events   int `json:"events"`
 	Requests int `json:"requests"`
-	// From and To are the first and last request times
-	// (requestReceivedTimestamp); SpanSeconds the time between.
+	// From and To are when the first and the last request were logged
+	// (stageTimestamp: a long watch that ends in the log began before it,
+	// and its requestReceivedTimestamp is not the log's); SpanSeconds the
+	// time between, over which the per-hour figures are counted.
 	From        time.Time `json:"from"`
 	To          time.Time `json:"to"`
 	SpanSeconds float64   `json:"spanSeconds"`

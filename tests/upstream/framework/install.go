@@ -2,8 +2,11 @@ package framework
 
 import (
 	"context"
+	"embed"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"strings"
 	"time"
 
@@ -44,6 +47,7 @@ type Installation struct {
 	Helm       Helm
 	Kubelet    *Kubelet
 	Tokens     *TokenFiller
+	Services   *ServiceProxy
 	Rancher    RancherServer
 	Leasetune  LeasetuneServer
 	// Admin is Rancher's admin logged in (nil without Rancher).
@@ -136,6 +140,10 @@ func Start(opts Options) (_ *Installation, err error) {
 	if in.Kubelet, err = StartKubelet(in.CP.Config, in.Dir, runners); err != nil {
 		return nil, err
 	}
+	if opts.Rancher {
+		in.Services = StartServiceProxy(in.CP.Client, in.Kubelet, map[string]string{
+			RancherNamespace + "/" + RancherDeployment: RancherNamespace + "/" + RancherDeployment})
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
@@ -149,6 +157,9 @@ func Start(opts Options) (_ *Installation, err error) {
 		if err := step("Rancher "+RancherVersion+" (helm install rancher; the Kubelet double runs it until /ping answers)", func() error {
 			chart, err := RancherChart(in.Bin, in.Dir)
 			if err != nil {
+				return err
+			}
+			if err := in.installCRD("testdata/issuers.cert-manager.io.yaml"); err != nil {
 				return err
 			}
 			values, err := RancherValues(in.Dir, in.Rancher)
@@ -289,6 +300,9 @@ func (in *Installation) Stop() {
 	if in.Kubelet != nil {
 		in.Kubelet.Stop()
 	}
+	if in.Services != nil {
+		in.Services.Stop()
+	}
 	if in.Tokens != nil {
 		in.Tokens.Stop()
 	}
@@ -300,4 +314,22 @@ func (in *Installation) Stop() {
 		return
 	}
 	_ = os.RemoveAll(in.Dir)
+}
+
+//go:embed testdata
+var testdata embed.FS
+
+// installCRD creates the CRD in the embedded file name and waits until it
+// is established.
+func (in *Installation) installCRD(name string) error {
+	b, err := testdata.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(in.Dir, filepath.Base(name))
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		return err
+	}
+	_, err = envtest.InstallCRDs(in.CP.Config, envtest.CRDInstallOptions{Paths: []string{p}, ErrorIfPathMissing: true})
+	return err
 }

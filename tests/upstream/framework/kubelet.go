@@ -50,6 +50,9 @@ type Runner struct {
 	// Grace is how long a process has between SIGTERM and SIGKILL; zero
 	// is the template's terminationGracePeriodSeconds (30s by default).
 	Grace time.Duration
+	// Port returns the local address that stands for container port
+	// containerPort of pod p (for the ServiceProxy); nil: none.
+	Port func(p *Pod, containerPort int32) (string, error)
 	// Recreate stops the old pods before it starts new ones whatever the
 	// Deployment's strategy says: for programs that bind fixed addresses
 	// (Rancher binds :6666; a Service's address here is one port), which
@@ -190,7 +193,11 @@ type Kubelet struct {
 	starts   map[string]int
 	errs     []string
 	crashes  []string
-	seq      int
+	// serviceEnv is what the kubelet gives every container about the
+	// kubernetes Service (pkg/kubelet/kubelet_pods.go getServiceEnvVarMap
+	// "always include the kubernetes service"; envvars.FromServices).
+	serviceEnv []string
+	seq        int
 }
 
 // StartKubelet starts the double for the Deployments named in runners
@@ -224,6 +231,13 @@ func StartKubelet(cfg *rest.Config, dir string, runners map[string]Runner) (*Kub
 		return nil, err
 	}
 	k.lister = inf.GetIndexer()
+	if svc, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err == nil && len(svc.Spec.Ports) > 0 {
+		ip, port := svc.Spec.ClusterIP, fmt.Sprint(svc.Spec.Ports[0].Port)
+		k.serviceEnv = []string{"KUBERNETES_SERVICE_HOST=" + ip, "KUBERNETES_SERVICE_PORT=" + port,
+			"KUBERNETES_SERVICE_PORT_HTTPS=" + port, "KUBERNETES_PORT=tcp://" + ip + ":" + port,
+			"KUBERNETES_PORT_" + port + "_TCP=tcp://" + ip + ":" + port, "KUBERNETES_PORT_" + port + "_TCP_PROTO=tcp",
+			"KUBERNETES_PORT_" + port + "_TCP_PORT=" + port, "KUBERNETES_PORT_" + port + "_TCP_ADDR=" + ip}
+	}
 	f.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		cancel()
@@ -561,7 +575,8 @@ func (k *Kubelet) startPod(ctx context.Context, d *appsv1.Deployment, hash strin
 		if !ok {
 			continue
 		}
-		full := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + p.Dir, "KUBECONFIG=" + p.Kubeconfig}, env...)
+		full := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + p.Dir, "KUBECONFIG=" + p.Kubeconfig}, k.serviceEnv...)
+		full = append(full, env...)
 		if r.Env != nil {
 			full = append(full, r.Env(p, c)...)
 		}

@@ -90,13 +90,14 @@ func RancherChart(b Binaries, dir string) (string, error) {
 // RancherValues are the values the suite installs Rancher's chart with,
 // written to dir/rancher-values.yaml: one replica (one Rancher per
 // machine), the bootstrap password, the bundled system charts, the image
-// tag of the release (leasetune reads Rancher's version from it), no
-// ingress (tls external: Rancher's own certificate, `--no-cacerts`, as
-// the README of ../shared/upstream runs it), and in extraEnv what a
-// Rancher outside a cluster needs there: CATTLE_DEV_MODE (no driver
-// jail), the server URL, and no Harvester feature. The aggregation
-// registration timeout is long: the kube-apiserver cannot reach Rancher's
-// extension API here, and Rancher exits after the default 5 minutes.
+// tag of the release (leasetune reads Rancher's version from it), the
+// chart's default TLS (tls ingress, source rancher: Rancher's own CA, so
+// Rancher publishes it in cacerts and Fleet's agents trust it) without the
+// ingress itself, and in extraEnv what a Rancher outside a cluster needs:
+// CATTLE_DEV_MODE (no driver jail), the server URL, and no Harvester
+// feature (../shared/upstream/README.md). The aggregation registration
+// timeout is long: the kube-apiserver cannot reach Rancher's extension
+// API here, and Rancher exits after the default 5 minutes.
 func RancherValues(dir string, s RancherServer) (string, error) {
 	v := map[string]interface{}{
 		"replicas":                       1,
@@ -105,7 +106,6 @@ func RancherValues(dir string, s RancherServer) (string, error) {
 		"rancherImageTag":                RancherVersion,
 		"hostname":                       "127.0.0.1",
 		"ingress":                        map[string]interface{}{"enabled": false},
-		"tls":                            "external",
 		"features":                       "harvester=false",
 		"aggregationRegistrationTimeout": "87600h",
 		"extraEnv": []map[string]string{
@@ -124,7 +124,9 @@ func RancherValues(dir string, s RancherServer) (string, error) {
 // RancherRunner runs the rancher container of Rancher's Deployment as the
 // Rancher server built from v2.12.12 with the chart's args, its ports
 // moved to s's loopback addresses (--http-listen-port, --https-listen-port,
-// and --profile-listen-address, 127.0.0.1:6060 by default), and the pod's
+// and --profile-listen-address, 127.0.0.1:6060 by default; the chart's
+// container ports 80, 443 and 444, its internal listener at the HTTPS
+// port + 1, rancher/rancher v2.12.12 pkg/tls/tls.go, map to them), and the pod's
 // kubeconfig (Rancher's --kubeconfig reads KUBECONFIG: rancher/rancher
 // v2.12.12 main.go). Ready when /ping answers pong (the chart's probes ask
 // /healthz on the HTTP port; /ping is what ../shared/upstream/README.md
@@ -152,6 +154,21 @@ func RancherRunner(b Binaries, s RancherServer) Runner {
 			defer resp.Body.Close()
 			body, _ := io.ReadAll(resp.Body)
 			return resp.StatusCode == http.StatusOK && string(body) == "pong"
+		},
+		Port: func(p *Pod, port int32) (string, error) {
+			_, https, _ := net.SplitHostPort(s.HTTPS)
+			n, _ := strconv.Atoi(https)
+			switch port {
+			case 80:
+				return s.HTTP, nil
+			case 443:
+				return s.HTTPS, nil
+			case 444:
+				return "127.0.0.1:" + strconv.Itoa(n+1), nil
+			case 6666:
+				return "127.0.0.1:6666", nil
+			}
+			return "", fmt.Errorf("Rancher has no port %d", port)
 		},
 		Grace:    30 * time.Second,
 		Recreate: true, // :6666 and the server URL's ports are the machine's

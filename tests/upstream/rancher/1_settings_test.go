@@ -169,8 +169,10 @@ func Test03SettingsAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code < 400 || !strings.Contains(string(body), `admission webhook "settings.leasetune.io" denied the request`) ||
-		!strings.Contains(string(body), "fleet-leader-election-retry-period") {
+	var apiErr struct{ Code, Message string }
+	_ = json.Unmarshal(body, &apiErr)
+	if code < 400 || !strings.Contains(apiErr.Message, `admission webhook "settings.leasetune.io" denied the request`) ||
+		!strings.Contains(apiErr.Message, "fleet-leader-election-retry-period") {
 		t.Errorf("PUT of a refused value: want Rancher's error carrying the webhook's message, got %d %s", code, body)
 	} else {
 		t.Logf("Rancher answered %d: %s", code, body)

@@ -1,0 +1,167 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// ServiceProxy is a double of kube-proxy for chosen Services whose pods
+// the Kubelet double runs: each Service's ClusterIP is added to the
+// loopback device, and a listener on ClusterIP:port forwards every
+// connection to the address the pod's runner gives the target port
+// (Runner.Port), as kube-proxy's userspace mode did. The test control
+// plane has no Service network otherwise: Rancher, for one, hands its
+// Service's ClusterIP to Fleet as its internal URL (rancher/rancher
+// v2.12.12 pkg/controllers/dashboard/apiservice/setting.go
+// getInternalServerAndURL, with the rancher Deployment present).
+//
+// It needs the right to add addresses (CAP_NET_ADMIN; root here). The
+// addresses are removed again by Stop.
+type ServiceProxy struct {
+	k      *Kubelet
+	cs     kubernetes.Interface
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	ls     []net.Listener
+	ips    []string
+	errs   []string
+}
+
+// StartServiceProxy serves each Service (namespace/name) of services as
+// soon as it has a ClusterIP, for the pods of the Deployment selectors
+// name in deployments (namespace/name of the Service → of the Deployment).
+func StartServiceProxy(cs kubernetes.Interface, k *Kubelet, deployments map[string]string) *ServiceProxy {
+	ctx, cancel := context.WithCancel(context.Background())
+	sp := &ServiceProxy{k: k, cs: cs, cancel: cancel}
+	for svc, dep := range deployments {
+		go sp.serve(ctx, svc, dep)
+	}
+	return sp
+}
+
+// Errors returns what the proxy could not do.
+func (sp *ServiceProxy) Errors() []string {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return append([]string(nil), sp.errs...)
+}
+
+func (sp *ServiceProxy) fail(format string, args ...interface{}) {
+	sp.mu.Lock()
+	sp.errs = append(sp.errs, fmt.Sprintf(format, args...))
+	sp.mu.Unlock()
+}
+
+func (sp *ServiceProxy) serve(ctx context.Context, svcKey, depKey string) {
+	ns, name, _ := strings.Cut(svcKey, "/")
+	var svc *corev1.Service
+	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		s, err := sp.cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || s.Spec.ClusterIP == "" || s.Spec.ClusterIP == corev1.ClusterIPNone {
+			return false, nil
+		}
+		svc = s
+		return true, nil
+	})
+	if svc == nil {
+		return
+	}
+	ip := svc.Spec.ClusterIP
+	if out, err := exec.Command("ip", "addr", "add", ip+"/32", "dev", "lo").CombinedOutput(); err != nil && !strings.Contains(string(out), "File exists") {
+		sp.fail("add %s to lo for Service %s: %v %s", ip, svcKey, err, out)
+		return
+	}
+	sp.mu.Lock()
+	sp.ips = append(sp.ips, ip)
+	sp.mu.Unlock()
+	depNS, depName, _ := strings.Cut(depKey, "/")
+	for _, port := range svc.Spec.Ports {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(port.Port))))
+		if err != nil {
+			sp.fail("listen for Service %s port %d: %v", svcKey, port.Port, err)
+			continue
+		}
+		sp.mu.Lock()
+		sp.ls = append(sp.ls, l)
+		sp.mu.Unlock()
+		go sp.accept(l, depNS, depName, port.TargetPort)
+	}
+}
+
+func (sp *ServiceProxy) accept(l net.Listener, ns, dep string, target intstr.IntOrString) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			to, err := sp.backend(ns, dep, target)
+			if err != nil {
+				return // no ready pod: the connection is refused, as with no endpoint
+			}
+			b, err := net.DialTimeout("tcp", to, 5*time.Second)
+			if err != nil {
+				return
+			}
+			defer b.Close()
+			done := make(chan struct{}, 2)
+			go func() { _, _ = io.Copy(b, c); done <- struct{}{} }()
+			go func() { _, _ = io.Copy(c, b); done <- struct{}{} }()
+			<-done
+		}()
+	}
+}
+
+// backend returns the local address of the target port of the first pod
+// of Deployment ns/dep: a named port is looked up in the pod's
+// containers, a number is the container port; the runner maps it.
+func (sp *ServiceProxy) backend(ns, dep string, target intstr.IntOrString) (string, error) {
+	ps := sp.k.Pods(ns, dep)
+	if len(ps) == 0 {
+		return "", fmt.Errorf("no pod")
+	}
+	p := ps[0]
+	port := target.IntVal
+	if target.Type == intstr.String {
+		port = 0
+		for _, c := range p.Template.Spec.Containers {
+			for _, cp := range c.Ports {
+				if cp.Name == target.StrVal {
+					port = cp.ContainerPort
+				}
+			}
+		}
+	}
+	r := sp.k.runners[ns+"/"+dep]
+	if r.Port == nil || port == 0 {
+		return "", fmt.Errorf("no port %s", target.String())
+	}
+	return r.Port(p, port)
+}
+
+// Stop closes the listeners and removes the addresses.
+func (sp *ServiceProxy) Stop() {
+	sp.cancel()
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	for _, l := range sp.ls {
+		_ = l.Close()
+	}
+	for _, ip := range sp.ips {
+		_ = exec.Command("ip", "addr", "del", ip+"/32", "dev", "lo").Run()
+	}
+}
