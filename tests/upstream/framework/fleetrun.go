@@ -13,12 +13,18 @@ import (
 // whole renewal intervals, so the window's edges do not count).
 const FleetWindow = 90 * time.Second
 
+// rancherConfig is leasetune's write of the fleet key of Rancher's
+// rancher-config ConfigMap (chart/templates/configMap.yaml), where Rancher
+// reads the Fleet chart's values (DESIGN.md section 3).
+const rancherConfig = "patch configmaps " + RancherNamespace + "/rancher-config"
+
 // FleetCase is case 4 of the suite, against the real Fleet of in (the
 // local cluster's fleet-agent in agentNS):
 //
 //  1. at the settings' defaults (Fleet's chart's own 30s/25s/10s) leasetune
 //     writes nothing, and the locks cost what the model says;
 //  2. a global agent triple reaches fleet-agentmanagement in one write
+//     (and, beside Rancher, one of rancher-config)
 //     (FLEET_AGENT_ELECTION_* on its container of the fleet-controller
 //     Deployment, one rollout), fleet-agentmanagement renders the agent
 //     Bundle anew and the agent's helm upgrade of itself changes the
@@ -80,7 +86,11 @@ func FleetCase(t *testing.T, in *Installation, agentNS string) {
 		}
 		in.Calm(t, 20*time.Second, 3*time.Minute)
 		rs, _ := in.Audit.Since(mark)
-		LeasetuneWrites(t, rs, map[string]int{"patch deployments.apps " + controller: 1})
+		want := map[string]int{"patch deployments.apps " + controller: 1}
+		if in.Opts.Rancher {
+			want[rancherConfig] = 1
+		}
+		LeasetuneWrites(t, rs, want)
 		in.WantRollouts(t, before, map[string]int{controller: 1, agent: 1})
 		if d := in.DuplicateEnvNames(t); len(d) > 0 {
 			t.Errorf("duplicate env names:\n  %s", strings.Join(d, "\n  "))
@@ -110,6 +120,9 @@ func FleetCase(t *testing.T, in *Installation, agentNS string) {
 		in.Calm(t, 20*time.Second, 3*time.Minute)
 		rs, _ := in.Audit.Since(mark)
 		want := map[string]int{}
+		if in.Opts.Rancher {
+			want[rancherConfig] = 1
+		}
 		wantRollouts := map[string]int{}
 		for _, d := range FleetDeployments {
 			want["patch deployments.apps "+FleetNamespace+"/"+d] = 1
