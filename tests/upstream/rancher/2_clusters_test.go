@@ -295,9 +295,9 @@ func Test06ManagedClusters(t *testing.T) {
 		}
 	})
 
-	cur := election.Timings{LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 5 * time.Second}
+	cur := in.SettingsTriple(t, "fleet-agent-leader-election", election.FleetDefaults)
 	t.Run("agentmanagement-global-change", func(t *testing.T) {
-		next := election.Timings{LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 4 * time.Second}
+		next := cur.With(election.RetryPeriod, cur.RetryPeriod-time.Second)
 		before := in.Rollouts(t)
 		mark, _ := in.Audit.Mark()
 		em := fleetRec.Mark()
@@ -371,7 +371,7 @@ func Test06ManagedClusters(t *testing.T) {
 		}
 	})
 	t.Run("cluster-env-global-change", func(t *testing.T) {
-		next := election.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second}
+		next := cur.With(election.RetryPeriod, cur.RetryPeriod+2*time.Second)
 		mark, _ := in.Audit.Mark()
 		em := fleetRec.Mark()
 		in.SetTriple(t, "fleet-agent-leader-election", cur, next)
