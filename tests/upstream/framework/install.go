@@ -140,10 +140,11 @@ func Start(opts Options) (_ *Installation, err error) {
 	if in.Kubelet, err = StartKubelet(in.CP.Config, in.Dir, runners); err != nil {
 		return nil, err
 	}
+	services := map[string]string{LeasetuneNamespace + "/leasetune-webhook": LeasetuneNamespace + "/leasetune"}
 	if opts.Rancher {
-		in.Services = StartServiceProxy(in.CP.Client, in.Kubelet, map[string]string{
-			RancherNamespace + "/" + RancherDeployment: RancherNamespace + "/" + RancherDeployment})
+		services[RancherNamespace+"/"+RancherDeployment] = RancherNamespace + "/" + RancherDeployment
 	}
+	in.Services = StartServiceProxy(in.CP.Client, in.Kubelet, services)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
@@ -245,9 +246,6 @@ func Start(opts Options) (_ *Installation, err error) {
 		}
 		set = append(set, opts.Leasetune...)
 		if err := in.Helm.Install("leasetune", chart, LeasetuneNamespace, false, nil, set...); err != nil {
-			return err
-		}
-		if err := PointWebhooks(ctx, in.CP.Client, "leasetune", in.Leasetune.Webhook); err != nil {
 			return err
 		}
 		if err := in.waitRunning(ctx, LeasetuneNamespace, "leasetune"); err != nil {

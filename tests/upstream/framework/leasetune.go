@@ -2,16 +2,12 @@ package framework
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	itfw "leasetune.io/leasetune/tests/integration/framework"
 )
@@ -49,11 +45,13 @@ func LeasetuneChart() (string, error) {
 // LeasetuneRunner runs the leasetune container of the chart's Deployment
 // as the binary built from this repository, with the chart's args; the
 // addresses it binds move to loopback (metrics and health per pod, the
-// webhook and the UI server at s's, where their Services would send
-// traffic), its serving certificate also names 127.0.0.1 (--webhook-host),
-// and Rancher reaches the UI bundle at s.UIEndpoint (--ui-endpoint; in a
-// cluster it is the Service's DNS name). Ready when /readyz answers 200,
-// as the chart's readiness probe asks.
+// webhook and the UI server at s's: the ServiceProxy sends the webhook
+// Service's traffic there, the kube-apiserver reaching it at its
+// ClusterIP with the Service's DNS name as the TLS server name, as in a
+// cluster), and Rancher reaches the UI bundle at s.UIEndpoint
+// (--ui-endpoint; in a cluster it is the UI Service's DNS name, which
+// nothing resolves here). Ready when /readyz answers 200, as the chart's
+// readiness probe asks.
 func LeasetuneRunner(b Binaries, s LeasetuneServer) Runner {
 	client := &http.Client{Timeout: 2 * time.Second}
 	return Runner{
@@ -73,7 +71,7 @@ func LeasetuneRunner(b Binaries, s LeasetuneServer) Runner {
 			args = setFlag(args, "--health-addr", h)
 			args = setFlag(args, "--webhook-addr", s.Webhook)
 			args = setFlag(args, "--ui-addr", s.UI)
-			args = append(args, "--webhook-host=127.0.0.1", "--ui-endpoint="+s.UIEndpoint())
+			args = append(args, "--ui-endpoint="+s.UIEndpoint())
 			return b.Leasetune, args, true, nil
 		},
 		Ready: func(ctx context.Context, p *Pod) bool {
@@ -86,37 +84,25 @@ func LeasetuneRunner(b Binaries, s LeasetuneServer) Runner {
 			resp.Body.Close()
 			return resp.StatusCode == http.StatusOK
 		},
+		Port: func(p *Pod, port int32) (string, error) {
+			for _, c := range p.Template.Spec.Containers {
+				for _, cp := range c.Ports {
+					if cp.ContainerPort != port {
+						continue
+					}
+					switch cp.Name {
+					case "webhook":
+						return s.Webhook, nil
+					case "ui":
+						return s.UI, nil
+					case "metrics", "health":
+						return p.Addr(cp.Name)
+					}
+				}
+			}
+			return "", fmt.Errorf("leasetune has no port %d", port)
+		},
 		Grace:    30 * time.Second,
-		Recreate: true, // the webhook's and the UI's addresses stand for their Services
+		Recreate: true, // the webhook's and the UI's addresses are one each, as their Services
 	}
-}
-
-// PointWebhooks patches every webhook of the ValidatingWebhookConfiguration
-// name to call https://addr/<its path> instead of its Service (the test
-// control plane has no Service network), keeping everything else, the
-// caBundle leasetune keeps current among it.
-func PointWebhooks(ctx context.Context, cs kubernetes.Interface, name, addr string) error {
-	vwc, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	var ops []map[string]interface{}
-	for i, w := range vwc.Webhooks {
-		if w.ClientConfig.Service == nil {
-			continue
-		}
-		path := ""
-		if w.ClientConfig.Service.Path != nil {
-			path = *w.ClientConfig.Service.Path
-		}
-		ops = append(ops,
-			map[string]interface{}{"op": "remove", "path": fmt.Sprintf("/webhooks/%d/clientConfig/service", i)},
-			map[string]interface{}{"op": "add", "path": fmt.Sprintf("/webhooks/%d/clientConfig/url", i), "value": "https://" + addr + path})
-	}
-	if len(ops) == 0 {
-		return nil
-	}
-	body, _ := json.Marshal(ops)
-	_, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{})
-	return err
 }

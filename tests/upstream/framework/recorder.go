@@ -26,11 +26,14 @@ var (
 // EnvRecorder watches objects of one kind and counts, per object, the
 // changes of its spec.agentEnvVars (each one an agent redeploy where the
 // object is a fleet Cluster: Fleet hashes the list into
-// status.agentEnvVarsHash), and the versions it saw.
+// status.agentEnvVarsHash), and the changes of anything else but its
+// status (spec, labels, annotations: what a write fight changes; Rancher
+// updates its management Clusters' status every 15 s whatever else runs).
 type EnvRecorder struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	last   map[string]string // ns/name → env JSON
+	rest   map[string]string // ns/name → spec and metadata without the env
 	seq    int
 	log    []envChange
 }
@@ -39,12 +42,13 @@ type envChange struct {
 	seq       int
 	key       string
 	env, from string
+	other     bool // a change of the rest, not of the env
 }
 
 // RecordEnv starts an EnvRecorder on gvr (all namespaces).
 func RecordEnv(dyn dynamic.Interface, gvr schema.GroupVersionResource) (*EnvRecorder, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &EnvRecorder{cancel: cancel, last: map[string]string{}}
+	r := &EnvRecorder{cancel: cancel, last: map[string]string{}, rest: map[string]string{}}
 	res := dyn.Resource(gvr)
 	lw := &cache.ListWatch{
 		ListFunc:  func(o metav1.ListOptions) (runtime.Object, error) { return res.List(ctx, o) },
@@ -85,17 +89,26 @@ func RecordEnv(dyn dynamic.Interface, gvr schema.GroupVersionResource) (*EnvReco
 func (r *EnvRecorder) observe(u *unstructured.Unstructured) {
 	env, _, _ := unstructured.NestedSlice(u.Object, "spec", "agentEnvVars")
 	b, _ := json.Marshal(env)
+	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+	delete(spec, "agentEnvVars")
+	restJSON, _ := json.Marshal(map[string]interface{}{"spec": spec, "labels": u.GetLabels(), "annotations": u.GetAnnotations()})
 	key := u.GetNamespace() + "/" + u.GetName()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	prev, seen := r.last[key]
-	if seen && prev == string(b) {
+	prevRest := r.rest[key]
+	r.last[key], r.rest[key] = string(b), string(restJSON)
+	if !seen {
+		r.seq++
 		return
 	}
-	r.last[key] = string(b)
-	r.seq++
-	if seen {
+	if prev != string(b) {
+		r.seq++
 		r.log = append(r.log, envChange{seq: r.seq, key: key, env: string(b), from: prev})
+	}
+	if prevRest != string(restJSON) {
+		r.seq++
+		r.log = append(r.log, envChange{seq: r.seq, key: key, env: string(restJSON), from: prevRest, other: true})
 	}
 }
 
@@ -113,7 +126,21 @@ func (r *EnvRecorder) Changes(mark int) map[string]int {
 	defer r.mu.Unlock()
 	out := map[string]int{}
 	for _, c := range r.log {
-		if c.seq > mark {
+		if c.seq > mark && !c.other {
+			out[c.key]++
+		}
+	}
+	return out
+}
+
+// OtherChanges returns, per object, how many times its spec (the env
+// aside), labels or annotations changed after mark.
+func (r *EnvRecorder) OtherChanges(mark int) map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int{}
+	for _, c := range r.log {
+		if c.seq > mark && c.other {
 			out[c.key]++
 		}
 	}
