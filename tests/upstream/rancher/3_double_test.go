@@ -181,7 +181,7 @@ func Test07DoubleAgrees(t *testing.T) {
 		return diffs == ""
 	}, func() string { return diffs })
 	for _, c := range snapshot {
-		t.Logf("%s (source %s): management %v; fleet %v", c.Kind, map[bool]string{true: "management", false: "provisioning"}[c.SourceIsMgmt], c.Mgmt, c.Fleet)
+		t.Logf("%s (source %s): management %v %v; fleet %v %v", c.Kind, map[bool]string{true: "management", false: "provisioning"}[c.SourceIsMgmt], c.Mgmt, c.MgmtAnn, c.Fleet, c.FAnn)
 	}
 	if errs := d.Errors(); len(errs) > 0 {
 		t.Errorf("the double's errors: %v", errs)
