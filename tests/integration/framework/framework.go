@@ -66,6 +66,9 @@ type Options struct {
 	// AuditLog, when set, makes the kube-apiserver write an audit log
 	// (level Metadata, every request) to this path.
 	AuditLog string
+	// APIServerArgs are more kube-apiserver flags (name without "--" →
+	// value).
+	APIServerArgs map[string]string
 }
 
 // Start builds (if needed) and starts a control plane. It returns an error
@@ -107,16 +110,21 @@ func Start(opts Options) (*ControlPlane, error) {
 	// Tests need no durability; fsync dominates etcd latency on slow disks.
 	env.ControlPlane.Etcd = &envtest.Etcd{}
 	env.ControlPlane.Etcd.Configure().Set("unsafe-no-fsync", "true")
+	if opts.AuditLog != "" || len(opts.APIServerArgs) > 0 {
+		env.ControlPlane.APIServer = &envtest.APIServer{}
+	}
 	if opts.AuditLog != "" {
 		policy := filepath.Join(filepath.Dir(opts.AuditLog), "audit-policy.yaml")
 		if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"), 0o600); err != nil {
 			return nil, err
 		}
-		env.ControlPlane.APIServer = &envtest.APIServer{}
 		env.ControlPlane.APIServer.Configure().
 			Set("audit-policy-file", policy).
 			Set("audit-log-path", opts.AuditLog).
 			Set("audit-log-format", "json")
+	}
+	for k, v := range opts.APIServerArgs {
+		env.ControlPlane.APIServer.Configure().Set(k, v)
 	}
 
 	cfg, err := env.Start()

@@ -2,8 +2,10 @@ package framework
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -101,7 +103,14 @@ func Start(opts Options) (_ *Installation, err error) {
 	}
 	in.Audit = AuditLog{Path: in.Dir + "/audit.log"}
 	if err := step("control plane (kube-apiserver and etcd, audit log)", func() (err error) {
-		in.CP, err = itfw.Start(itfw.Options{AuditLog: in.Audit.Path})
+		// A Service range of its own, so that two installations on one
+		// machine never give the ServiceProxy the same ClusterIP.
+		n, err := rand.Int(rand.Reader, big.NewInt(250*250))
+		if err != nil {
+			return err
+		}
+		cidr := fmt.Sprintf("10.%d.%d.0/24", 1+n.Int64()/250, n.Int64()%250)
+		in.CP, err = itfw.Start(itfw.Options{AuditLog: in.Audit.Path, APIServerArgs: map[string]string{"service-cluster-ip-range": cidr}})
 		if err != nil {
 			return err
 		}
