@@ -60,14 +60,16 @@ test-integration:
 # 40 minutes for Rancher and 10 for each Fleet the first time on 2 cores,
 # seconds afterwards. Not part of `make test`; .ci/run runs it when the
 # cache holds the builds.
-upstream: ## build the real Rancher and Fleet into the cache (once per machine)
-	scripts/upstream.sh
+upstream: ## build the real Rancher and Fleet, and Rancher's dashboard, into the cache (once per machine)
+	scripts/upstream.sh && scripts/dashboard.sh
 
 test-upstream: ## the suite beside the real Rancher and Fleet (builds them first when missing)
 	@echo "test-upstream: control plane (scripts/controlplane.sh) ..."; start=$$SECONDS; \
 	  assets="$$(scripts/controlplane.sh)" || exit 1; echo "test-upstream: control plane in $$assets ($$((SECONDS - start))s)"; \
 	  echo "test-upstream: Rancher and Fleet (scripts/upstream.sh: about 60 minutes the first time, then seconds) ..."; start=$$SECONDS; \
 	  scripts/upstream.sh >/dev/null || exit 1; echo "test-upstream: Rancher and Fleet ready ($$((SECONDS - start))s)"; \
+	  echo "test-upstream: Rancher's dashboard (scripts/dashboard.sh: about 3 minutes the first time) ..."; start=$$SECONDS; \
+	  scripts/dashboard.sh >/dev/null || exit 1; echo "test-upstream: dashboard ready ($$((SECONDS - start))s)"; \
 	  for pkg in $(UPSTREAM_PKGS); do \
 	    echo "test-upstream: go test -tags upstream $$pkg (each step prints a line with its duration) ..."; start=$$SECONDS; \
 	    if KUBEBUILDER_ASSETS="$$assets" $(GO) test -tags upstream -count=1 -v -timeout 40m $$pkg; then echo "test-upstream: $$pkg passed in $$((SECONDS - start))s"; \

@@ -1,31 +1,45 @@
 #!/usr/bin/env bash
-# Builds Rancher's dashboard from @rancher/shell 3.0.8 (the packages of ui/package-lock.json,
-# installed by scripts/ui.sh deps) the way Rancher serves it at /dashboard/, into the upstream
-# cache, once (about 10 minutes on 2 cores; seconds when built):
-#   ${LEASETUNE_UPSTREAM_CACHE:-~/.cache/leasetune-upstream}/dashboard-shell-3.0.8/ui-dashboard/dashboard/index.html
-# Rancher serves it with the settings ui-offline-preferred=true and ui-dashboard-path=<that
-# ui-dashboard folder> (rancher/rancher v2.12.12 pkg/ui/handler.go; steve pkg/ui/handler.go).
+# Builds Rancher's dashboard as Rancher v2.12.12 ships it (rancher/dashboard v2.12.12 is
+# @rancher/shell 3.0.5) from the packages of tests/upstream/dashboard/package-lock.json, the way
+# rancher/dashboard builds it for /dashboard/, into the upstream cache, once (npm ci and the build:
+# about 4 minutes on 2 cores; seconds when built):
+#   ${LEASETUNE_UPSTREAM_CACHE:-~/.cache/leasetune-upstream}/dashboard-shell-<version>/ui-dashboard/
+# laid out as in Rancher's image (the build in dashboard/, index.html beside it: rancher/rancher
+# v2.12.12 package/Dockerfile), which Rancher serves with the settings ui-offline-preferred=true and
+# ui-dashboard-path=<that folder> (rancher/rancher pkg/ui/handler.go; steve pkg/ui/handler.go).
 # The cache folder is the last line on stdout; progress goes to stderr.
 #   scripts/dashboard.sh [--check]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+app="$root/tests/upstream/dashboard"
 cache="${LEASETUNE_UPSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/leasetune-upstream}"
-shell_version="$(node -p "require('$root/ui/package.json').dependencies['@rancher/shell']")"
+command -v node >/dev/null || { echo "dashboard: node and npm are needed (Node 20 or later)" >&2; exit 1; }
+shell_version="$(node -p "require('$app/package.json').dependencies['@rancher/shell']")"
 out="$cache/dashboard-shell-$shell_version"
 index="$out/ui-dashboard/dashboard/index.html"
 log() { echo "dashboard: $*" >&2; }
-if [[ -f "$index" && "$index" -nt "$root/ui/package-lock.json" ]]; then echo "$out"; exit 0; fi
+if [[ -f "$index" && "$index" -nt "$app/package-lock.json" && "$index" -nt "$app/vue.config.js" ]]; then echo "$out"; exit 0; fi
 if [[ "${1:-}" == "--check" ]]; then log "not built: $index"; exit 1; fi
-"$root/scripts/ui.sh" deps >&2
+export CYPRESS_INSTALL_BINARY=0 PUPPETEER_SKIP_DOWNLOAD=1 PUPPETEER_SKIP_CHROMIUM_DOWNLOAD=1
+export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 build="$out/build"
-rm -rf "$build" "$out/ui-dashboard.tmp"; mkdir -p "$build"
-cp "$root/tests/upstream/dashboard/"{package.json,vue.config.js,babel.config.js} "$build/"
-ln -s "$root/ui/node_modules" "$build/node_modules"
-log "building Rancher's dashboard from @rancher/shell $shell_version into $out (about 10 minutes) ..."
+mkdir -p "$build"
+cp "$app/"{package.json,package-lock.json,vue.config.js,babel.config.js} "$build/"
+sum="$(sha256sum "$app/package-lock.json" | cut -d' ' -f1)"
+if [[ "$(cat "$build/node_modules/.leasetune-lock-sha256" 2>/dev/null)" != "$sum" ]]; then
+  log "npm ci of @rancher/shell $shell_version (about 2 minutes) ..."
+  start=$SECONDS
+  (cd "$build" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  echo "$sum" > "$build/node_modules/.leasetune-lock-sha256"
+  log "npm ci done in $((SECONDS - start))s"
+fi
+log "building Rancher's dashboard from @rancher/shell $shell_version into $out (about 2 minutes) ..."
 start=$SECONDS
+rm -rf "$out/ui-dashboard.tmp"
 (cd "$build" && NODE_ENV=production NODE_OPTIONS=--max-old-space-size=8192 ROUTER_BASE=/dashboard/ RESOURCE_BASE=/dashboard/ \
   OUTPUT_DIR="$out/ui-dashboard.tmp/dashboard" ./node_modules/.bin/vue-cli-service build) > "$out/build.log" 2>&1 || {
   log "failed after $((SECONDS - start))s; the last lines of $out/build.log:"; tail -n 30 "$out/build.log" >&2; exit 1; }
+ln -s dashboard/index.html "$out/ui-dashboard.tmp/index.html"
 rm -rf "$out/ui-dashboard"; mv "$out/ui-dashboard.tmp" "$out/ui-dashboard"
 log "built in $((SECONDS - start))s"
 echo "$out"

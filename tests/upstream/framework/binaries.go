@@ -41,6 +41,10 @@ type Binaries struct {
 	Rancher, RancherTree string
 	// Leasetune is leasetune built from this repository.
 	Leasetune string
+	// Dashboard is Rancher's dashboard as Rancher serves it (a folder
+	// holding dashboard/index.html) when scripts/dashboard.sh has built
+	// it, else "".
+	Dashboard string
 }
 
 // FleetController, FleetAgent and FleetTree are the Fleet release's
@@ -78,6 +82,11 @@ func FindBinaries(dir string, need ...string) (Binaries, error) {
 	b.Rancher = filepath.Join(b.Cache, "rancher-"+RancherVersion, "bin", "rancher")
 	b.RancherTree = filepath.Join(b.Cache, "rancher-"+RancherVersion, "src")
 	b.Leasetune = filepath.Join(dir, "leasetune")
+	dash := exec.Command("bash", filepath.Join(root, "scripts", "dashboard.sh"), "--check")
+	if out, err := dash.Output(); err == nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		b.Dashboard = filepath.Join(lines[len(lines)-1], "ui-dashboard")
+	}
 	build := exec.Command("go", "build", "-o", b.Leasetune, "./cmd/leasetune")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

@@ -6,10 +6,13 @@ import (
 	"embed"
 	"fmt"
 	"math/big"
+	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -110,7 +113,12 @@ func Start(opts Options) (_ *Installation, err error) {
 			return err
 		}
 		cidr := fmt.Sprintf("10.%d.%d.0/24", 1+n.Int64()/250, n.Int64()%250)
-		in.CP, err = itfw.Start(itfw.Options{AuditLog: in.Audit.Path, APIServerArgs: map[string]string{"service-cluster-ip-range": cidr}})
+		args, err := frontProxyArgs(in.Dir)
+		if err != nil {
+			return err
+		}
+		args["service-cluster-ip-range"] = cidr
+		in.CP, err = itfw.Start(itfw.Options{AuditLog: in.Audit.Path, APIServerArgs: args})
 		if err != nil {
 			return err
 		}
@@ -151,7 +159,11 @@ func Start(opts Options) (_ *Installation, err error) {
 	}
 	services := map[string]string{LeasetuneNamespace + "/leasetune-webhook": LeasetuneNamespace + "/leasetune"}
 	if opts.Rancher {
+		// Rancher's Service (its internal URL) and its extension API's
+		// (rancher/rancher v2.12.12 pkg/ext/extension_apiserver.go:
+		// imperative-api-extension, port 6666, selecting Rancher's pods).
 		services[RancherNamespace+"/"+RancherDeployment] = RancherNamespace + "/" + RancherDeployment
+		services[RancherNamespace+"/imperative-api-extension"] = RancherNamespace + "/" + RancherDeployment
 	}
 	in.Services = StartServiceProxy(in.CP.Client, in.Kubelet, services)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -172,7 +184,7 @@ func Start(opts Options) (_ *Installation, err error) {
 			if err := in.installCRD("testdata/issuers.cert-manager.io.yaml"); err != nil {
 				return err
 			}
-			values, err := RancherValues(in.Dir, in.Rancher)
+			values, err := RancherValues(in.Dir, in.Rancher, in.Bin.Dashboard)
 			if err != nil {
 				return err
 			}
@@ -183,6 +195,25 @@ func Start(opts Options) (_ *Installation, err error) {
 				return err
 			}
 			return in.waitRunning(ctx, RancherNamespace, RancherDeployment)
+		}); err != nil {
+			return nil, err
+		}
+		if err := step("Rancher's extension API registered with the aggregator (until then Rancher answers its UI with 503)", func() error {
+			// steve pkg/server/server.go: the UI waits for the extension
+			// API server's Registered, which the aggregator's first call
+			// makes (steve pkg/ext/apiserver.go). The APIService itself
+			// stays unavailable here (the kube-apiserver's availability
+			// check wants Endpoints, which nothing makes).
+			client := insecureClient(5 * time.Second)
+			return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, in.Rancher.URL()+"/dashboard/", nil)
+				resp, err := client.Do(req)
+				if err != nil {
+					return false, nil
+				}
+				resp.Body.Close()
+				return resp.StatusCode == http.StatusOK, nil
+			})
 		}); err != nil {
 			return nil, err
 		}
@@ -339,4 +370,19 @@ func (in *Installation) installCRD(name string) error {
 	}
 	_, err = envtest.InstallCRDs(in.CP.Config, envtest.CRDInstallOptions{Paths: []string{p}, ErrorIfPathMissing: true})
 	return err
+}
+
+// Hold, when LEASETUNE_UPSTREAM_HOLD is set, keeps the installation
+// running after the tests until the process gets SIGINT or SIGTERM, and
+// says how to reach it: for looking around by hand (kubectl, curl,
+// Rancher's UI in a browser).
+func Hold(in *Installation) {
+	if os.Getenv("LEASETUNE_UPSTREAM_HOLD") == "" {
+		return
+	}
+	progress("holding: KUBECONFIG=%s; Rancher %s (admin / %s); pods' logs in %s; Ctrl-C or SIGTERM to stop",
+		in.Kubeconfig, in.Rancher.URL(), RancherPassword, in.Dir)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	<-ch
 }

@@ -12,21 +12,30 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
-// ServiceProxy is a double of kube-proxy for chosen Services whose pods
-// the Kubelet double runs: each Service's ClusterIP is added to the
-// loopback device, and a listener on ClusterIP:port forwards every
-// connection to the address the pod's runner gives the target port
-// (Runner.Port), as kube-proxy's userspace mode did. The test control
-// plane has no Service network otherwise: Rancher, for one, hands its
-// Service's ClusterIP to Fleet as its internal URL (rancher/rancher
-// v2.12.12 pkg/controllers/dashboard/apiservice/setting.go
-// getInternalServerAndURL, with the rancher Deployment present).
+// ServiceProxy is a double of kube-proxy and of the Endpoints controller
+// for chosen Services whose pods the Kubelet double runs: each Service's
+// ClusterIP is added to the loopback device, and a listener on
+// ClusterIP:port forwards every connection to the address the pod's
+// runner gives the target port (Runner.Port), as kube-proxy's userspace
+// mode did. The test control plane has no Service network otherwise:
+// Rancher, for one, hands its Service's ClusterIP to Fleet as its internal
+// URL (rancher/rancher v2.12.12 pkg/controllers/dashboard/apiservice/
+// setting.go getInternalServerAndURL, with the rancher Deployment present).
+//
+// The pods have no IPs of their own, so the Endpoints it writes (once a
+// pod runs) name the ClusterIP as the one address, with the target ports,
+// where it listens too: the kube-apiserver's availability check of an
+// aggregated API wants an address with the Service port's name
+// (k8s.io/kube-aggregator v0.32.13 pkg/controllers/status/remote/
+// remote_available_controller.go sync), and its services/proxy dials an
+// endpoint's address and port. The Endpoints stay while pods come and go.
 //
 // It needs the right to add addresses (CAP_NET_ADMIN; root here). The
 // addresses are removed again by Stop.
@@ -88,17 +97,77 @@ func (sp *ServiceProxy) serve(ctx context.Context, svcKey, depKey string) {
 	sp.ips = append(sp.ips, ip)
 	sp.mu.Unlock()
 	depNS, depName, _ := strings.Cut(depKey, "/")
-	for _, port := range svc.Spec.Ports {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(port.Port))))
+	listen := func(port int32, target intstr.IntOrString) {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(port))))
 		if err != nil {
-			sp.fail("listen for Service %s port %d: %v", svcKey, port.Port, err)
-			continue
+			sp.fail("listen for Service %s port %d: %v", svcKey, port, err)
+			return
 		}
 		sp.mu.Lock()
 		sp.ls = append(sp.ls, l)
 		sp.mu.Unlock()
-		go sp.accept(l, depNS, depName, port.TargetPort)
+		go sp.accept(l, depNS, depName, target)
 	}
+	for _, port := range svc.Spec.Ports {
+		listen(port.Port, targetOf(port))
+	}
+	// The Endpoints, once a pod runs (its template names the ports).
+	var pod *Pod
+	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(context.Context) (bool, error) {
+		if ps := sp.k.Pods(depNS, depName); len(ps) > 0 {
+			pod = ps[0]
+		}
+		return pod != nil, nil
+	})
+	if pod == nil {
+		return
+	}
+	subset := corev1.EndpointSubset{Addresses: []corev1.EndpointAddress{{IP: ip}}}
+	for _, port := range svc.Spec.Ports {
+		n := containerPort(pod, targetOf(port))
+		if n == 0 {
+			continue
+		}
+		subset.Ports = append(subset.Ports, corev1.EndpointPort{Name: port.Name, Port: n, Protocol: port.Protocol})
+		if n != port.Port {
+			listen(n, intstr.FromInt32(n))
+		}
+	}
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Subsets: []corev1.EndpointSubset{subset}}
+	if _, err := sp.cs.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{FieldManager: "endpoints-controller-double"}); err != nil && !apierrors.IsAlreadyExists(err) {
+		sp.fail("Endpoints of Service %s: %v", svcKey, err)
+	} else if apierrors.IsAlreadyExists(err) {
+		if cur, err := sp.cs.CoreV1().Endpoints(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			cur.Subsets = ep.Subsets
+			if _, err := sp.cs.CoreV1().Endpoints(ns).Update(ctx, cur, metav1.UpdateOptions{FieldManager: "endpoints-controller-double"}); err != nil {
+				sp.fail("Endpoints of Service %s: %v", svcKey, err)
+			}
+		}
+	}
+}
+
+// targetOf is a Service port's target port (the port itself when unset).
+func targetOf(p corev1.ServicePort) intstr.IntOrString {
+	if p.TargetPort.Type == intstr.String && p.TargetPort.StrVal != "" || p.TargetPort.Type == intstr.Int && p.TargetPort.IntVal != 0 {
+		return p.TargetPort
+	}
+	return intstr.FromInt32(p.Port)
+}
+
+// containerPort resolves a target port against pod p's containers: a
+// number is itself, a name the container port of that name (0: none).
+func containerPort(p *Pod, target intstr.IntOrString) int32 {
+	if target.Type == intstr.Int {
+		return target.IntVal
+	}
+	for _, c := range p.Template.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.Name == target.StrVal {
+				return cp.ContainerPort
+			}
+		}
+	}
+	return 0
 }
 
 func (sp *ServiceProxy) accept(l net.Listener, ns, dep string, target intstr.IntOrString) {
@@ -135,17 +204,7 @@ func (sp *ServiceProxy) backend(ns, dep string, target intstr.IntOrString) (stri
 		return "", fmt.Errorf("no pod")
 	}
 	p := ps[0]
-	port := target.IntVal
-	if target.Type == intstr.String {
-		port = 0
-		for _, c := range p.Template.Spec.Containers {
-			for _, cp := range c.Ports {
-				if cp.Name == target.StrVal {
-					port = cp.ContainerPort
-				}
-			}
-		}
-	}
+	port := containerPort(p, target)
 	r := sp.k.runners[ns+"/"+dep]
 	if r.Port == nil || port == 0 {
 		return "", fmt.Errorf("no port %s", target.String())

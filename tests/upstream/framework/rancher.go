@@ -95,10 +95,22 @@ func RancherChart(b Binaries, dir string) (string, error) {
 // Rancher publishes it in cacerts and Fleet's agents trust it) without the
 // ingress itself, and in extraEnv what a Rancher outside a cluster needs:
 // CATTLE_DEV_MODE (no driver jail), the server URL, and no Harvester
-// feature (../shared/upstream/README.md). The aggregation registration
+// feature (../shared/upstream/README.md), and where a dashboard is built
+// (scripts/dashboard.sh), that dashboard served from disk
+// (ui-offline-preferred true and ui-dashboard-path: rancher/rancher
+// v2.12.12 pkg/ui/handler.go, steve v0.6.53 pkg/ui/handler.go; the image's
+// own is in /usr/share/rancher/ui-dashboard). The aggregation registration
 // timeout is long: the kube-apiserver cannot reach Rancher's extension
 // API here, and Rancher exits after the default 5 minutes.
-func RancherValues(dir string, s RancherServer) (string, error) {
+func RancherValues(dir string, s RancherServer, dashboard string) (string, error) {
+	env := []map[string]string{
+		{"name": "CATTLE_DEV_MODE", "value": "yes"},
+		{"name": "CATTLE_SERVER_URL", "value": s.URL()},
+	}
+	if dashboard != "" {
+		env = append(env, map[string]string{"name": "CATTLE_UI_OFFLINE_PREFERRED", "value": "true"},
+			map[string]string{"name": "CATTLE_UI_DASHBOARD_PATH", "value": dashboard})
+	}
 	v := map[string]interface{}{
 		"replicas":                       1,
 		"bootstrapPassword":              RancherPassword,
@@ -108,10 +120,7 @@ func RancherValues(dir string, s RancherServer) (string, error) {
 		"ingress":                        map[string]interface{}{"enabled": false},
 		"features":                       "harvester=false",
 		"aggregationRegistrationTimeout": "87600h",
-		"extraEnv": []map[string]string{
-			{"name": "CATTLE_DEV_MODE", "value": "yes"},
-			{"name": "CATTLE_SERVER_URL", "value": s.URL()},
-		},
+		"extraEnv":                       env,
 	}
 	b, err := yaml.Marshal(v)
 	if err != nil {

@@ -31,5 +31,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer in.Stop()
-	return m.Run()
+	code := m.Run()
+	framework.Hold(in)
+	return code
 }
