@@ -133,6 +133,13 @@ func (a AuditLog) read(from, to int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() < from {
+		return nil, fmt.Errorf("audit log %s is %d bytes, shorter than the mark %d: it was rotated or replaced", a.Path, st.Size(), from)
+	}
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
 		return nil, err
 	}

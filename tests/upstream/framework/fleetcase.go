@@ -154,9 +154,10 @@ func (in *Installation) Steady(t testing.TB, triple election.Timings, locks map[
 	}, func() string { return why })
 }
 
-// Calm waits until the installation has been still for quiet: no rollout
-// by the Kubelet double and no write of a Deployment by anyone; it fails
-// t after limit.
+// Calm waits until the installation has been still for quiet: no rollout,
+// no write of a Deployment or of Fleet's Bundles and BundleDeployments
+// (the agent's chain) by anyone, and the Kubelet double idle (no rollout
+// or readiness wait of its own still running); it fails t after limit.
 func (in *Installation) Calm(t testing.TB, quiet, limit time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
@@ -172,10 +173,14 @@ func (in *Installation) Calm(t testing.TB, quiet, limit time.Duration) {
 			t.Fatal(err)
 		}
 		writes := Count(rs, func(r Request) bool {
-			return r.Write() && r.Resource == "deployments" && r.Subresource == ""
+			switch r.Resource {
+			case "deployments", "bundles", "bundledeployments":
+				return r.Write() && r.Subresource == ""
+			}
+			return false
 		}, func(r Request) string { return r.User + " " + r.Verb + " " + r.Object() })
 		moved := RolloutsSince(before, in.Rollouts(t))
-		if len(writes) == 0 && len(moved) == 0 {
+		if len(writes) == 0 && len(moved) == 0 && in.Kubelet.Idle() {
 			return
 		}
 		if time.Now().After(deadline) {

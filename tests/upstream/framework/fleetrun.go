@@ -46,7 +46,9 @@ func FleetCase(t *testing.T, in *Installation, agentNS string) {
 	controllerLocks := map[string][]string{FleetNamespace: FleetLocks}
 	defaults := election.FleetDefaults
 	agentT := election.Timings{LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 5 * time.Second}
-	fleetT := election.Timings{LeaseDuration: 20 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 5 * time.Second}
+	// Not the agent's triple: a write of one where the other belongs
+	// would go unseen.
+	fleetT := election.Timings{LeaseDuration: 24 * time.Second, RenewDeadline: 16 * time.Second, RetryPeriod: 4 * time.Second}
 	agent := agentNS + "/fleet-agent"
 	controller := FleetNamespace + "/fleet-controller"
 
@@ -55,6 +57,37 @@ func FleetCase(t *testing.T, in *Installation, agentNS string) {
 			t.Fatalf("the local fleet-agent does not run: %v\n%s", err, in.Logs(FleetNamespace, "fleet-controller", 30))
 		}
 		in.Calm(t, 20*time.Second, 3*time.Minute)
+		// From leasetune's first moment on (its install): no write but
+		// its Settings, its webhook's caBundle, the Setting CRD (without
+		// Rancher) and its UIPlugin (beside Rancher), and no rollout.
+		since, err := in.Audit.Since(in.BeforeLeasetune)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for w, n := range WritesBy(since, Leasetune) {
+			switch {
+			case strings.HasPrefix(w, "create settings.management.cattle.io /"),
+				strings.HasPrefix(w, "patch validatingwebhookconfigurations.admissionregistration.k8s.io /leasetune"),
+				w == "create customresourcedefinitions.apiextensions.k8s.io /settings.management.cattle.io",
+				strings.HasPrefix(w, "patch uiplugins.catalog.cattle.io cattle-ui-plugin-system/leasetune") && n == 1:
+			default:
+				t.Errorf("leasetune wrote at the defaults, since its install: %s ×%d", w, n)
+			}
+		}
+		// (The local agent's Deployment is Fleet's to make and remake while
+		// it bootstraps; what leasetune writes reaches it only through
+		// fleet-controller's rollout.)
+		for _, d := range FleetDeployments {
+			key := FleetNamespace + "/" + d
+			if n := in.Kubelet.Rollouts(FleetNamespace, d) - in.RolloutsBeforeLeasetune[key]; n != 0 {
+				t.Errorf("%s rolled out %d times since leasetune's install, at the defaults", key, n)
+			}
+		}
+		if in.Opts.Rancher {
+			if n := in.Kubelet.Rollouts(RancherNamespace, RancherDeployment) - in.RolloutsBeforeLeasetune[RancherNamespace+"/"+RancherDeployment]; n != 0 {
+				t.Errorf("Rancher rolled out %d times since leasetune's install, at the defaults", n)
+			}
+		}
 		in.Steady(t, defaults, controllerLocks, 2*time.Minute)
 		in.Steady(t, defaults, agentLocks, 2*time.Minute)
 		w := in.Measure(t, FleetWindow)

@@ -57,6 +57,13 @@ type Installation struct {
 	Leasetune  LeasetuneServer
 	// Admin is Rancher's admin logged in (nil without Rancher).
 	Admin *RancherAPI
+	// BeforeLeasetune is the audit log's mark and the rollouts just before
+	// leasetune's chart was installed: what leasetune did from its first
+	// moment on is measured from there.
+	BeforeLeasetune         int64
+	RolloutsBeforeLeasetune map[string]int
+
+	lock *os.File
 }
 
 // SettingGVR is Rancher's Setting resource, UIPluginGVR Rancher's UI
@@ -94,6 +101,11 @@ func Start(opts Options) (_ *Installation, err error) {
 			in.Stop()
 		}
 	}()
+	// One installation per machine at a time: Rancher binds :6666 and
+	// /tmp/log.sock whatever it is told (../shared/upstream/README.md).
+	if in.lock, err = lockMachine(); err != nil {
+		return nil, err
+	}
 	if err := step("binaries (scripts/upstream.sh --check) and leasetune", func() (err error) {
 		need := []string{"fleet-" + opts.Fleet}
 		if opts.Rancher {
@@ -118,6 +130,9 @@ func Start(opts Options) (_ *Installation, err error) {
 			return err
 		}
 		args["service-cluster-ip-range"] = cidr
+		// No rotation of the audit log (100 MB by default): its marks are
+		// offsets in one file.
+		args["audit-log-maxsize"] = "100000"
 		in.CP, err = itfw.Start(itfw.Options{AuditLog: in.Audit.Path, APIServerArgs: args})
 		if err != nil {
 			return err
@@ -268,6 +283,13 @@ func Start(opts Options) (_ *Installation, err error) {
 		return nil, err
 	}
 	if err := step("leasetune (helm install leasetune; the Kubelet double runs it until /readyz answers)", func() error {
+		if in.BeforeLeasetune, err = in.Audit.Mark(); err != nil {
+			return err
+		}
+		in.RolloutsBeforeLeasetune = map[string]int{}
+		for k, n := range in.Kubelet.AllRollouts() {
+			in.RolloutsBeforeLeasetune[k] = n
+		}
 		chart, err := LeasetuneChart()
 		if err != nil {
 			return err
@@ -347,11 +369,49 @@ func (in *Installation) Stop() {
 	if in.CP != nil {
 		_ = in.CP.Stop()
 	}
+	defer func() {
+		if in.lock != nil {
+			_ = in.lock.Close() // releases the flock
+		}
+	}()
 	if os.Getenv("LEASETUNE_UPSTREAM_KEEP") != "" {
 		progress("kept %s (logs of every pod, the audit log)", in.Dir)
 		return
 	}
 	_ = os.RemoveAll(in.Dir)
+}
+
+// lockMachine takes the machine-wide lock of the upstream cache folder
+// (flock, released when the process ends), waiting for another
+// installation to end first.
+func lockMachine() (*os.File, error) {
+	cache := os.Getenv("LEASETUNE_UPSTREAM_CACHE")
+	if cache == "" {
+		base := os.Getenv("XDG_CACHE_HOME")
+		if base == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return nil, err
+			}
+			base = filepath.Join(home, ".cache")
+		}
+		cache = filepath.Join(base, "leasetune-upstream")
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(cache, ".installation.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		progress("another installation holds %s: waiting for it to end", f.Name())
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 //go:embed testdata

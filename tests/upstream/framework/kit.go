@@ -183,12 +183,23 @@ func WritesBy(rs []Request, user string) map[string]int {
 		func(r Request) string { return r.Verb + " " + r.Object() })
 }
 
-// Crashes fails t if a container the Kubelet double runs exited without
-// being asked to (a crash loop), showing its log's end.
+// NoCrashes fails t if a container the Kubelet double runs exited
+// without being asked to (a crash loop), or if a double could not do its
+// part (a pod it could not start, a Service it could not serve, a token
+// it could not fill): then the installation is not what the test thinks.
 func (in *Installation) NoCrashes(t testing.TB) {
 	t.Helper()
 	if c := in.Kubelet.Crashes(); len(c) > 0 {
 		t.Errorf("containers exited on their own (the Kubelet double restarted them):\n  %s", strings.Join(c, "\n  "))
+	}
+	if e := in.Kubelet.Errors(); len(e) > 0 {
+		t.Errorf("the Kubelet double could not:\n  %s", strings.Join(e, "\n  "))
+	}
+	if e := in.Services.Errors(); len(e) > 0 {
+		t.Errorf("the ServiceProxy could not:\n  %s", strings.Join(e, "\n  "))
+	}
+	if e := in.Tokens.Errors(); len(e) > 0 {
+		t.Errorf("the TokenFiller could not:\n  %s", strings.Join(e, "\n  "))
 	}
 }
 

@@ -19,8 +19,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -79,6 +81,7 @@ type Pod struct {
 	// kubelet's resolution (last entry of a name wins).
 	Env map[string][]string
 
+	uid     types.UID
 	addrs   map[string]string
 	procs   []*process
 	started time.Time
@@ -191,8 +194,11 @@ type Kubelet struct {
 	pods     map[string][]*Pod // namespace/name → running replicas
 	rollouts map[string]int
 	starts   map[string]int
-	errs     []string
-	crashes  []string
+	// templates is the UID and pod-template hash last seen per key.
+	templates map[string]string
+	busy      int
+	errs      []string
+	crashes   []string
 	// serviceEnv is what the kubelet gives every container about the
 	// kubernetes Service (pkg/kubelet/kubelet_pods.go getServiceEnvVarMap
 	// "always include the kubernetes service"; envvars.FromServices).
@@ -213,7 +219,7 @@ func StartKubelet(cfg *rest.Config, dir string, runners map[string]Runner) (*Kub
 		cs: cs, cfg: cfg, dir: dir, runners: runners,
 		queue:  workqueue.NewRateLimitingQueue(workqueue.NewItemExponentialFailureRateLimiter(500*time.Millisecond, 10*time.Second)),
 		cancel: cancel, done: make(chan struct{}),
-		pods: map[string][]*Pod{}, rollouts: map[string]int{}, starts: map[string]int{},
+		pods: map[string][]*Pod{}, rollouts: map[string]int{}, starts: map[string]int{}, templates: map[string]string{},
 	}
 	f := informers.NewSharedInformerFactory(cs, 0)
 	inf := f.Apps().V1().Deployments().Informer()
@@ -224,8 +230,32 @@ func StartKubelet(cfg *rest.Config, dir string, runners map[string]Runner) (*Kub
 			}
 		}
 	}
+	// observe counts every pod template a Deployment gets after its first
+	// (a new object of the same name counts too): each is a new
+	// ReplicaSet, so a rollout, for the Deployment controller
+	// (pkg/controller/deployment/sync.go getNewReplicaSet), however close
+	// two changes come and whatever this double runs in between.
+	observe := func(obj interface{}) {
+		d, ok := obj.(*appsv1.Deployment)
+		if !ok {
+			return
+		}
+		key := d.Namespace + "/" + d.Name
+		if _, ok := runners[key]; !ok {
+			return
+		}
+		seen := string(d.UID) + "/" + templateHash(d)
+		k.mu.Lock()
+		if last, ok := k.templates[key]; ok && last != seen {
+			k.rollouts[key]++
+		}
+		k.templates[key] = seen
+		k.mu.Unlock()
+	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, n interface{}) { enqueue(n) }, DeleteFunc: enqueue,
+		AddFunc:    func(o interface{}) { observe(o); enqueue(o) },
+		UpdateFunc: func(_, n interface{}) { observe(n); enqueue(n) },
+		DeleteFunc: enqueue,
 	}); err != nil {
 		cancel()
 		return nil, err
@@ -278,13 +308,27 @@ func (k *Kubelet) Pods(namespace, name string) []*Pod {
 	return append([]*Pod(nil), k.pods[namespace+"/"+name]...)
 }
 
-// Rollouts returns how many times the replicas of namespace/name were
-// replaced because its pod template changed (the first start is not a
-// rollout).
+// Rollouts returns how many times the pod template of namespace/name
+// changed after the double first saw it (each a rollout in a cluster; a
+// Deployment deleted and made again with the same name counts too). The
+// pods the double runs are replaced once per change it acts on, which
+// for two changes in a row may be once.
 func (k *Kubelet) Rollouts(namespace, name string) int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.rollouts[namespace+"/"+name]
+}
+
+// AllRollouts returns Rollouts of every Deployment seen, by
+// "namespace/name".
+func (k *Kubelet) AllRollouts() map[string]int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string]int{}
+	for key, n := range k.rollouts {
+		out[key] = n
+	}
+	return out
 }
 
 // Crashes returns every exit of a container that was not asked to stop
@@ -294,6 +338,14 @@ func (k *Kubelet) Crashes() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return append([]string(nil), k.crashes...)
+}
+
+// Idle reports whether the double has nothing to do: no Deployment
+// waiting in its queue and no sync (a rollout, a readiness wait) running.
+func (k *Kubelet) Idle() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.busy == 0 && k.queue.Len() == 0
 }
 
 // Errors returns what the double could not do (a pod it could not start,
@@ -326,6 +378,14 @@ func (k *Kubelet) next(ctx context.Context) bool {
 	}
 	defer k.queue.Done(item)
 	key := item.(string)
+	k.mu.Lock()
+	k.busy++
+	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		k.busy--
+		k.mu.Unlock()
+	}()
 	if err := k.sync(ctx, key); err != nil {
 		if ctx.Err() != nil {
 			return true
@@ -398,30 +458,35 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	hash := templateHash(d)
-	current := len(cur) > 0
+	r := k.runners[key]
+	var keep, old []*Pod
 	for _, p := range cur {
-		if p.Hash != hash {
-			current = false
+		if p.Hash == hash && p.uid == d.UID {
+			keep = append(keep, p)
+		} else {
+			old = append(old, p)
 		}
 	}
-	if current && int32(len(cur)) == want {
-		return k.reportDone(ctx, d, want)
-	}
-	// A rollout (or a scale).
-	if err := k.reportProgress(ctx, d, want); err != nil {
-		return err
-	}
-	r := k.runners[key]
-	replaced := len(cur) > 0 && !current
-	stopOld := func() {
-		for _, p := range cur {
+	if len(old) == 0 && int32(len(keep)) >= want {
+		// Up to date, or scaled down: the extra pods stop.
+		for _, p := range keep[want:] {
 			stopPod(p)
 		}
 		k.mu.Lock()
-		delete(k.pods, key)
-		if replaced {
-			k.rollouts[key]++
+		k.pods[key] = keep[:want]
+		k.mu.Unlock()
+		return k.reportDone(ctx, d, want)
+	}
+	// A rollout (old pods to replace) or a scale up.
+	if err := k.reportProgress(ctx, d, want, int32(len(keep))); err != nil {
+		return err
+	}
+	stopOld := func() {
+		for _, p := range old {
+			stopPod(p)
 		}
+		k.mu.Lock()
+		k.pods[key] = keep
 		k.mu.Unlock()
 	}
 	surge := !r.Recreate && surges(d)
@@ -429,7 +494,7 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 		stopOld()
 	}
 	var started []*Pod
-	for i := int32(0); i < want; i++ {
+	for i := int32(len(keep)); i < want; i++ {
 		p, err := k.startPod(ctx, d, hash)
 		if err != nil {
 			for _, q := range started {
@@ -456,20 +521,20 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 		stopOld()
 	}
 	k.mu.Lock()
-	k.pods[key] = started
+	k.pods[key] = append(keep, started...)
 	k.starts[key]++
 	k.mu.Unlock()
 	return k.reportDone(ctx, d, want)
 }
 
 // reportProgress writes the status of a rollout in progress: the new
-// generation observed, no replica updated yet, the old ones unavailable
-// (they stop first here).
-func (k *Kubelet) reportProgress(ctx context.Context, d *appsv1.Deployment, want int32) error {
+// generation observed, the pods of the current template running so far
+// (updated), the rest unavailable.
+func (k *Kubelet) reportProgress(ctx context.Context, d *appsv1.Deployment, want, updated int32) error {
 	return k.writeStatus(ctx, d, func(s *appsv1.DeploymentStatus) {
 		s.ObservedGeneration = d.Generation
-		s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas = 0, 0, 0, 0
-		s.UnavailableReplicas = want
+		s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.AvailableReplicas = updated, updated, updated, updated
+		s.UnavailableReplicas = want - updated
 		setCondition(s, appsv1.DeploymentAvailable, corev1.ConditionFalse, "MinimumReplicasUnavailable", "Deployment does not have minimum availability.")
 		setCondition(s, appsv1.DeploymentProgressing, corev1.ConditionTrue, "ReplicaSetUpdated", fmt.Sprintf("ReplicaSet %q is progressing.", d.Name+"-"+templateHash(d)))
 	})
@@ -502,10 +567,26 @@ func (k *Kubelet) writeStatus(ctx context.Context, d *appsv1.Deployment, mutate 
 		if cur.Generation != d.Generation {
 			return nil // a newer spec: its own sync reports it
 		}
+		before := cur.Status.DeepCopy()
 		mutate(&cur.Status)
+		if sameStatus(*before, cur.Status) {
+			return nil // as the Deployment controller, no write when nothing changed
+		}
 		_, err = k.cs.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{FieldManager: "kubelet-double"})
 		return err
 	})
+}
+
+// sameStatus compares two statuses but for the conditions' times.
+func sameStatus(a, b appsv1.DeploymentStatus) bool {
+	strip := func(s appsv1.DeploymentStatus) appsv1.DeploymentStatus {
+		s = *s.DeepCopy()
+		for i := range s.Conditions {
+			s.Conditions[i].LastUpdateTime, s.Conditions[i].LastTransitionTime = metav1.Time{}, metav1.Time{}
+		}
+		return s
+	}
+	return equality.Semantic.DeepEqual(strip(a), strip(b))
 }
 
 func conditionIs(s appsv1.DeploymentStatus, t appsv1.DeploymentConditionType, st corev1.ConditionStatus) bool {
@@ -541,7 +622,7 @@ func (k *Kubelet) startPod(ctx context.Context, d *appsv1.Deployment, hash strin
 	k.mu.Unlock()
 	p := &Pod{
 		Namespace: d.Namespace, Deployment: d.Name, Name: fmt.Sprintf("%s-%s-%d", d.Name, hash[:8], n),
-		Hash: hash, Template: *d.Spec.Template.DeepCopy(), Env: map[string][]string{}, addrs: map[string]string{},
+		Hash: hash, Template: *d.Spec.Template.DeepCopy(), Env: map[string][]string{}, addrs: map[string]string{}, uid: d.UID,
 	}
 	p.Dir = filepath.Join(k.dir, d.Namespace+"_"+p.Name)
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {

@@ -36,6 +36,7 @@ type EnvRecorder struct {
 	rest   map[string]string // ns/name → spec and metadata without the env
 	seq    int
 	log    []envChange
+	broken bool // its watch ended (a 410 Gone ends a RetryWatcher): it saw no more
 }
 
 type envChange struct {
@@ -75,6 +76,9 @@ func RecordEnv(dyn dynamic.Interface, gvr schema.GroupVersionResource) (*EnvReco
 				return
 			case ev, ok := <-w.ResultChan():
 				if !ok {
+					r.mu.Lock()
+					r.broken = ctx.Err() == nil
+					r.mu.Unlock()
 					return
 				}
 				if u, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type != watch.Deleted && ev.Type != watch.Bookmark {
@@ -158,6 +162,14 @@ func (r *EnvRecorder) Describe(mark int) string {
 		}
 	}
 	return s
+}
+
+// Broken reports whether the recorder's watch ended before Stop: what it
+// says about the time after is then incomplete.
+func (r *EnvRecorder) Broken() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.broken
 }
 
 // Stop stops the recorder.

@@ -104,5 +104,12 @@ func (f *TokenFiller) fill(ctx context.Context, cs kubernetes.Interface, ca []by
 	}
 }
 
+// Errors returns what the double could not do.
+func (f *TokenFiller) Errors() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.errs...)
+}
+
 // Stop stops the double.
 func (f *TokenFiller) Stop() { f.cancel() }

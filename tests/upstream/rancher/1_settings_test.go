@@ -89,11 +89,14 @@ func Test02RancherStartRestoresTheSettings(t *testing.T) {
 	}, func() string { return fmt.Sprintf("now %v, want %v", in.SettingValues(t, nine()), users) })
 	in.Calm(t, 20*time.Second, 3*time.Minute)
 	rs, _ := in.Audit.Since(mark)
-	for w := range framework.WritesBy(rs, framework.Leasetune) {
-		if !strings.Contains(w, " settings.management.cattle.io /") {
-			t.Errorf("leasetune wrote more than the Settings while Rancher started: %s", w)
+	wantCreates := map[string]int{}
+	for _, n := range nine() {
+		if d := deleted()[n]; d != 1 {
+			t.Errorf("Rancher deleted %s %d times at its start, want once", n, d)
 		}
+		wantCreates["create settings.management.cattle.io /"+n] = 1
 	}
+	framework.LeasetuneWrites(t, rs, wantCreates)
 	t.Logf("Rancher deleted:\n%sleasetune wrote:\n%s", framework.Format(deleted()), framework.Format(framework.WritesBy(rs, framework.Leasetune)))
 	in.WantRollouts(t, before, map[string]int{framework.RancherNamespace + "/" + framework.RancherDeployment: 1})
 	in.NoCrashes(t)
