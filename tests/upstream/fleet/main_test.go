@@ -9,7 +9,6 @@
 package fleet_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -19,18 +18,5 @@ import (
 var in *framework.Installation
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	in, err = framework.Start(framework.Options{Fleet: framework.FleetV014})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer in.Stop()
-	code := m.Run()
-	framework.Hold(in)
-	return code
+	os.Exit(framework.Main(m, framework.Options{Fleet: framework.FleetV014}, &in))
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -445,4 +446,20 @@ func Hold(in *Installation) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	<-ch
+}
+
+// Main is a TestMain body: it starts an installation with opts, stores it
+// in *in, runs the tests, holds it when asked (Hold), stops it, and
+// returns the exit code for os.Exit.
+func Main(m *testing.M, opts Options, in **Installation) int {
+	i, err := Start(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer i.Stop()
+	*in = i
+	code := m.Run()
+	Hold(i)
+	return code
 }

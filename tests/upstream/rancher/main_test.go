@@ -10,7 +10,6 @@
 package rancher_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -20,18 +19,5 @@ import (
 var in *framework.Installation
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	in, err = framework.Start(framework.Options{Rancher: true, Fleet: framework.FleetV013})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer in.Stop()
-	code := m.Run()
-	framework.Hold(in)
-	return code
+	os.Exit(framework.Main(m, framework.Options{Rancher: true, Fleet: framework.FleetV013}, &in))
 }
