@@ -225,6 +225,17 @@ agent:
 	if _, changed, err := MergeChartValues(out, election.FleetDefaults, true, five, true); changed || err != nil {
 		t.Errorf("second merge: changed=%v err=%v", changed, err)
 	}
+	// The chart's defaults are what absent keys mean: nothing to add.
+	for _, doc := range []string{"", "apiServerURL: https://rancher.example.com\n", "leaderElection: null\nagent:\n  replicas: 1\n"} {
+		if out, changed, err := MergeChartValues(doc, election.FleetDefaults, true, election.FleetDefaults, true); changed || err != nil || out != doc {
+			t.Errorf("defaults into %q: %q changed=%v err=%v", doc, out, changed, err)
+		}
+	}
+	// One key of a triple present: the three are written together.
+	out, changed, err = MergeChartValues("leaderElection:\n  retryPeriod: 5s\n", election.FleetDefaults, true, election.Timings{}, false)
+	if err != nil || !changed || !strings.Contains(out, "leaseDuration: 30s") || !strings.Contains(out, "retryPeriod: 10s") || !strings.Contains(out, "renewDeadline: 25s") {
+		t.Errorf("a partial triple back to the defaults: %q %v %v", out, changed, err)
+	}
 	// An empty document gets the keys.
 	out, changed, err = MergeChartValues("", five, true, election.Timings{}, false)
 	if err != nil || !changed || !strings.Contains(out, "leaderElection:\n  leaseDuration: 30s\n  renewDeadline: 25s\n  retryPeriod: 5s") || strings.Contains(out, "agent") {

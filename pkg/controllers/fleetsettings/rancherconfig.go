@@ -23,6 +23,41 @@ const (
 // chart value keys of a triple, in the order election.Fields.
 var valueKeys = [3]string{"leaseDuration", "renewDeadline", "retryPeriod"}
 
+// chartDefaults is what Fleet's chart renders for a triple the values leave
+// out: leaderElection and agent.leaderElection are 30s/25s/10s in
+// charts/fleet/values.yaml at v0.13.14 and v0.14.10 (v0.10 to v0.12 for
+// leaderElection). A triple at those values whose three keys are all
+// absent is left absent: adding them would change nothing the chart
+// renders (seen beside the real Rancher v2.12.12, tests/upstream: a write
+// of rancher-config at the settings' defaults, right after leasetune's
+// install). Otherwise the three are written together.
+var chartDefaults = election.FleetDefaults
+
+// noneOf reports whether the mapping under path in m, if any, holds none
+// of the three keys of a triple.
+func noneOf(m *yaml.Node, path ...string) bool {
+	for _, key := range path {
+		var next *yaml.Node
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == key {
+				next = m.Content[i+1]
+			}
+		}
+		if next == nil || next.Kind != yaml.MappingNode {
+			return next == nil || (next.Kind == yaml.ScalarNode && next.Tag == "!!null")
+		}
+		m = next
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		for _, k := range valueKeys {
+			if m.Content[i].Value == k {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // MergeChartValues sets leaderElection.* to ctrl and agent.leaderElection.*
 // to agent (each only when its ok flag is set) in the Fleet chart values
 // YAML doc, and touches nothing else: other keys, their order and comments
@@ -55,6 +90,12 @@ func MergeChartValues(doc string, ctrl election.Timings, ctrlOK bool, agent elec
 		c, err := setTriple(m, t)
 		changed = changed || c
 		return err
+	}
+	if ctrlOK && ctrl == chartDefaults && noneOf(top, "leaderElection") {
+		ctrlOK = false
+	}
+	if agentOK && agent == chartDefaults && noneOf(top, "agent", "leaderElection") {
+		agentOK = false
 	}
 	if ctrlOK {
 		le, err := child(top, "leaderElection")
