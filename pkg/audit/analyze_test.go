@@ -22,8 +22,8 @@ type line struct {
 	resource, group, ns, name, sub            string
 	at                                        time.Time
 	received                                  time.Time // requestReceivedTimestamp, when not at
-	respAnnotation                            bool // a response object with the leader annotation
-	respObject                                bool // a response object without it
+	respAnnotation                            bool      // a response object with the leader annotation
+	respObject                                bool      // a response object without it
 }
 
 func (l line) String() string {
