@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,7 +100,17 @@ func (sp *ServiceProxy) serve(ctx context.Context, svcKey, depKey string) {
 	sp.mu.Unlock()
 	depNS, depName, _ := strings.Cut(depKey, "/")
 	listen := func(port int32, target intstr.IntOrString) {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(port))))
+		addr := net.JoinHostPort(ip, strconv.Itoa(int(port)))
+		l, err := net.Listen("tcp", addr)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			// A program of the pod binds that port on every address
+			// itself (Rancher's ":6666"), the ClusterIP alias among them:
+			// it is served already.
+			if c, derr := net.DialTimeout("tcp", addr, time.Second); derr == nil {
+				c.Close()
+				return
+			}
+		}
 		if err != nil {
 			sp.fail("listen for Service %s port %d: %v", svcKey, port, err)
 			return
