@@ -435,8 +435,21 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 	if err != nil {
 		return err
 	}
+	// Beside Rancher, agentenv routes by the Rancher version its Deployment
+	// shows: it shares rancherenv's informer of that Deployment (one watch
+	// by name), started here when rancherenv is off.
+	var rancherDeps cache.SharedIndexInformer
+	if rancher && !cfg.RancherVersion.Known {
+		rancherDeps = rf.Apps().V1().Deployment().Informer()
+		if err := startFactory(ctx, rf.Start); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopping
+			}
+			return err
+		}
+	}
 	ac := agentenv.New(agentenv.Options{
-		Fleet: shared, Patcher: agentenv.RawPatcher{REST: stream}, Stream: stream,
+		Fleet: shared, Patcher: agentenv.RawPatcher{REST: stream}, Stream: stream, RancherDeployments: rancherDeps,
 		Client: dynamic.NewForConfigOrDie(rc), Rancher: rancher, Triples: provider, Channels: fs,
 		RancherNamespace: cfg.RancherNamespace, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
 		Recorder: recorder, Log: log, Workers: cfg.Workers, ClustersPerMinute: cfg.AgentRolloutPerMinute,
