@@ -120,10 +120,15 @@ lint: verify-generated verify-ui chart-lint ## gofmt, go vet, go.mod tidiness, g
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
+# Every Fuzz* target of the module, one after the other, FUZZTIME each
+# (go test runs one fuzz target at a time). The seed corpora also run in
+# make test-unit.
 FUZZTIME ?= 60s
-fuzz: ## run the fuzz tests for FUZZTIME each
-	$(GO) test -run '^$$' -fuzz '^FuzzValidateMatchesClientGo$$' -fuzztime $(FUZZTIME) ./pkg/election
-	$(GO) test -run '^$$' -fuzz '^FuzzFormatRoundTrip$$' -fuzztime $(FUZZTIME) ./pkg/election
+fuzz: ## run every fuzz test (func Fuzz* in a _test.go file) for FUZZTIME each
+	@set -e; grep -rH --include='*_test.go' -e '^func Fuzz[A-Za-z0-9_]*(' pkg cmd hack | \
+	  sed -E 's#^(.*)/[^/]*_test.go:func (Fuzz[A-Za-z0-9_]*)\(.*#./\1 \2#' | sort -u | \
+	  while read -r pkg f; do echo "fuzz: $$f in $$pkg for $(FUZZTIME) ..."; \
+	    $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg </dev/null || exit 1; done
 
 # The benchmark (hack/bench): N fleet Clusters on a local control plane with
 # an audit log; the raw-PATCH floor, then leasetune's initial convergence,
