@@ -162,7 +162,9 @@ func (r *reader) rancherDeployment() error {
 	return nil
 }
 
-// list lists gvr; a kind that is not served is an empty list (found false).
+// list lists gvr: a kind that is not served is an empty list (found
+// false); a Forbidden list of an optional part p is recorded in Unread and
+// answers a nil list and no error.
 func (r *reader) list(p Part, gvr schema.GroupVersionResource, opts metav1.ListOptions) (l *unstructured.UnstructuredList, found bool, err error) {
 	l, err = r.dyn.Resource(gvr).List(r.ctx, opts)
 	if apierrors.IsNotFound(err) {
