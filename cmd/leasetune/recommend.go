@@ -10,12 +10,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/recommend"
 	"leasetune.io/leasetune/pkg/settings"
@@ -95,19 +94,20 @@ triple meets the target, 2 bad usage.`,
 			}
 			res := recommendation{target: target, best: best, curve: recommend.Curve(best, target, alternatives.value)}
 			if clusters.set {
-				inEffect, source, err := inEffectTriples(cmd, &kf, ns)
-				if err != nil {
-					return err
-				}
 				in := recommend.Installation{Clusters: clusters.value, ControllerLocks: controllerLocks.value, Followers: followers.value,
 					RancherReplicas: rancherReplicas.value, Behaviour: target.Behaviour}
-				if !rancherReplicas.set && kf.kubeconfig != "" {
-					if in.RancherReplicas, err = readRancherReplicas(cmd, &kf, rancherNS, rancherDep); err != nil {
-						return err
-					}
+				opts := inventory.Options{Namespace: ns, RancherNamespace: rancherNS, RancherDeployment: rancherDep, Parts: inventory.Settings | inventory.State}
+				if !rancherReplicas.set {
+					opts.Parts |= inventory.RancherDeployment
+				}
+				var snap *inventory.Snapshot
+				if res.current, res.source, snap, err = readInEffect(cmd, &kf, opts); err != nil {
+					return err
+				}
+				if snap != nil && !rancherReplicas.set {
+					in.RancherReplicas = snap.RancherReplicas // 0 without a Rancher Deployment: its lock is left out
 				}
 				res.installation = &in
-				res.current, res.source = inEffect, source
 			}
 			if output == "json" {
 				return res.json(cmd.OutOrStdout())
@@ -256,53 +256,37 @@ func (r recommendation) json(w io.Writer) error {
 }
 
 // inEffectTriples returns the triple in effect per component and where it
-// comes from: with --kubeconfig, the cluster's Settings
-// (recommend.InEffect), else the settings' defaults.
+// comes from: with --kubeconfig, the cluster's Settings and leasetune's
+// state (recommend.InEffect), else the settings' defaults.
 func inEffectTriples(cmd *cobra.Command, kf *kubeFlags, ns string) (map[settings.Component]election.Timings, string, error) {
+	t, source, _, err := readInEffect(cmd, kf, inventory.Options{Namespace: ns, Parts: inventory.Settings | inventory.State})
+	return t, source, err
+}
+
+// readInEffect is inEffectTriples for the parts opts names (at least
+// inventory.Settings and inventory.State), read within 30 seconds, with the
+// snapshot read (nil without --kubeconfig).
+func readInEffect(cmd *cobra.Command, kf *kubeFlags, opts inventory.Options) (map[settings.Component]election.Timings, string, *inventory.Snapshot, error) {
 	if kf.kubeconfig == "" {
-		return recommend.Defaults(), "defaults", nil
+		return recommend.Defaults(), "defaults", nil, nil
 	}
 	rc, err := kf.restConfig()
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 	defer cancel()
-	t, err := recommend.InEffect(ctx, cs, dyn, ns)
-	return t, "settings", err
-}
-
-// readRancherReplicas returns the Rancher Deployment's spec.replicas (1
-// when unset, as Kubernetes defaults it), or 0 when there is no such
-// Deployment (no Rancher: its lock is left out).
-func readRancherReplicas(cmd *cobra.Command, kf *kubeFlags, ns, name string) (int, error) {
-	rc, err := kf.restConfig()
+	snap, err := inventory.Read(ctx, cs, dyn, opts)
 	if err != nil {
-		return 0, err
+		return nil, "", nil, err
 	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return 0, err
-	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-	defer cancel()
-	d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read Deployment %s/%s: %w", ns, name, err)
-	}
-	if d.Spec.Replicas == nil {
-		return 1, nil
-	}
-	return int(*d.Spec.Replicas), nil
+	return recommend.InEffect(snap), "settings", snap, nil
 }

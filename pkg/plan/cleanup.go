@@ -17,6 +17,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -43,6 +44,25 @@ func (o clusterObject) restarts() string {
 		return "fleet-agent and cattle-cluster-agent"
 	}
 	return "fleet-agent"
+}
+
+// clusterObjects are every cluster object of the three kinds: the fleet,
+// then the provisioning, then the management Clusters, each in list order.
+func clusterObjects(snap *inventory.Snapshot) []clusterObject {
+	var out []clusterObject
+	for _, l := range []struct {
+		gvr   schema.GroupVersionResource
+		items []unstructured.Unstructured
+	}{
+		{agentenv.FleetClusterGVR, snap.FleetClusters},
+		{agentenv.ProvisioningClusterGVR, snap.ProvisioningClusters},
+		{agentenv.ManagementClusterGVR, snap.ManagementClusters},
+	} {
+		for i := range l.items {
+			out = append(out, clusterObject{gvr: l.gvr, obj: &l.items[i]})
+		}
+	}
+	return out
 }
 
 // Removal is one cluster object `leasetune cleanup` writes: the env
@@ -82,15 +102,8 @@ var ownObjects = []struct{ kind, name string }{
 // would leave a partial triple is left alone.
 func (r *Report) Cleanup(ctx context.Context, cs kubernetes.Interface, opts Options) (*Cleanup, error) {
 	c := &Cleanup{}
-	provBy := map[string]*unstructured.Unstructured{}
-	for _, o := range r.objects {
-		if o.gvr == agentenv.ProvisioningClusterGVR {
-			if n, _, _ := unstructured.NestedString(o.obj.Object, "status", "clusterName"); n != "" {
-				provBy[n] = o.obj
-			}
-		}
-	}
-	for _, o := range r.objects {
+	provBy := r.snap.ProvisioningByClusterName()
+	for _, o := range clusterObjects(r.snap) {
 		ann := o.obj.GetAnnotations()
 		_, rec := ann[agentenv.RecordAnnotation]
 		_, status := ann[agentenv.StatusAnnotation]

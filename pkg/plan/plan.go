@@ -1,8 +1,9 @@
 // Package plan computes, from the current state of a cluster and without
 // writing anything, every write the controllers would make (`leasetune
 // plan`), and every entry the project has written that `leasetune cleanup`
-// would remove. It reads through the same pure functions the controllers
-// use, so the listing is what they would do.
+// would remove. It reads the installation once (pkg/inventory), then
+// computes with the same pure functions the controllers use (FromSnapshot),
+// so the listing is what they would do.
 package plan
 
 import (
@@ -16,11 +17,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -30,6 +27,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -99,8 +97,8 @@ type Report struct {
 	agentRollout bool
 	// agentLocksBefore/After are the fleet-agents' lock requests per hour.
 	agentLocksBefore, agentLocksAfter float64
-	// objects are every cluster object of the three kinds.
-	objects []clusterObject
+	// snap is the installation the report is computed from.
+	snap *inventory.Snapshot
 	// rancherLock is true when a Rancher Deployment was found;
 	// rancherReplicas are its replicas (one lock candidate each) and
 	// rancherLocksBefore/After the lock kube-system/cattle-controllers'
@@ -115,80 +113,59 @@ type Report struct {
 	clusterAgentsRetuned, clusterAgentsKept int
 }
 
-var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
+// Inventory are the options of inventory.Read for a plan: every part,
+// each one required.
+func (o Options) Inventory() inventory.Options {
+	return inventory.Options{Namespace: o.Namespace, FleetNamespace: o.FleetNamespace, RancherNamespace: o.RancherNamespace,
+		RancherDeployment: o.RancherDeployment, RancherVersion: o.RancherVersion, ChannelOverride: o.ChannelOverride}
+}
 
-// Compute reads the cluster and returns the writes the controllers would make.
+// Compute reads the cluster (inventory.Read, every part) and returns the
+// writes the controllers would make (FromSnapshot). Errors: inventory.Read's.
 func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Report, error) {
-	r := &Report{}
-	// Settings and the provider's state.
-	var objs []v3.Setting
-	l, err := dyn.Resource(settingsGVR).List(ctx, metav1.ListOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("list settings: %w", err)
+	snap, err := inventory.Read(ctx, cs, dyn, opts.Inventory())
+	if err != nil {
+		return nil, err
 	}
-	if l != nil {
-		for _, it := range l.Items {
-			if _, ok := settings.Lookup(it.GetName()); !ok {
-				continue
-			}
-			var s v3.Setting
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object, &s); err != nil {
-				return nil, err
-			}
-			objs = append(objs, s)
-		}
-	}
-	var stateData map[string]string
-	if cm, err := cs.CoreV1().ConfigMaps(opts.Namespace).Get(ctx, settings.DefaultStateName, metav1.GetOptions{}); err == nil {
-		stateData = cm.Data
-	}
-	if len(opts.Set) > 0 {
+	return FromSnapshot(snap, opts.Set), nil
+}
+
+// FromSnapshot returns the writes the controllers would make in the
+// installation snap holds (read with every part, inventory.All; a part not
+// read counts as absent), after the proposed assignments set. It makes no
+// API call.
+func FromSnapshot(snap *inventory.Snapshot, set []Assignment) *Report {
+	r := &Report{snap: snap, Channel: snap.Channel, Evidence: snap.Evidence, Rancher: snap.RancherVersion}
+	objs, stateData := snap.Settings, snap.StateData()
+	if len(set) > 0 {
 		r.Before, _ = settings.Snapshot(objs, stateData)
-		objs = r.propose(objs, stateData, opts.Set)
+		objs = r.propose(objs, stateData, set)
 	}
+	var err error
 	if r.Triples, err = settings.Snapshot(objs, stateData); err != nil {
 		r.LeftAlone = append(r.LeftAlone, "state: "+err.Error())
 	}
 	ctrl, agent := r.Triples[settings.FleetController], r.Triples[settings.FleetAgent]
-
-	// The channel: the flag, else the record, else detection.
-	var recorded fleet.AgentChannel
-	if cm, err := cs.CoreV1().ConfigMaps(opts.Namespace).Get(ctx, fleetsettings.ChannelConfigMapName, metav1.GetOptions{}); err == nil {
-		recorded, _ = fleet.ParseChannel(cm.Data["channel"])
-		r.Channel, r.Evidence = recorded, "recorded: "+cm.Data["evidence"]
-	}
-	deps, err := cs.AppsV1().Deployments(opts.FleetNamespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list deployments in %s: %w", opts.FleetNamespace, err)
-	}
-	for i := range deps.Items {
-		if d := &deps.Items[i]; d.Name == fleet.ControllerDeployment {
-			det := fleet.DetectChannel(d, fleetsettings.FieldManager, recorded)
-			r.Channel, r.Evidence = det.Channel, det.Evidence
-		}
-	}
-	if opts.ChannelOverride != "" {
-		r.Channel, r.Evidence = opts.ChannelOverride, "--fleet-agent-channel"
-	}
-
-	// Fleet Deployments.
 	in := fleetsettings.Inputs{Controller: ctrl.Effective, ControllerOK: ctrl.HasEffective,
 		Agent: agent.Effective, AgentOK: agent.HasEffective, Channel: r.Channel}
 	if in.AgentOK {
-		if err := judgeAgents(ctx, dyn, deps.Items, in); err != nil {
+		if err := judgeAgents(snap, in); err != nil {
 			in.AgentOK = false // the controller keeps the agents' triple too
 			r.LeftAlone = append(r.LeftAlone, "fleet-agentmanagement FLEET_AGENT_ELECTION_*: "+err.Error())
 		}
 	}
-	for i := range deps.Items {
-		d := &deps.Items[i]
-		if fleet.IsTarget(d) {
-			for _, c := range d.Spec.Template.Spec.Containers {
-				if fleet.IsFleetContainer(c.Name) {
-					r.fleetLocks++
-				}
-			}
-		}
+	r.planFleet(in)
+	r.planRancherConfig(ctrl, agent)
+	r.planRancher()
+	r.planClusters(agent)
+	return r
+}
+
+// planFleet adds the Fleet Deployments' env entries (fleetsettings.Desired).
+func (r *Report) planFleet(in fleetsettings.Inputs) {
+	r.fleetLocks = r.snap.FleetLocks()
+	for i := range r.snap.FleetDeployments {
+		d := &r.snap.FleetDeployments[i]
 		for _, ch := range fleetsettings.Desired(d, in) {
 			for _, e := range ch.Env {
 				if old := envValue(d, ch.Container, e.Name); old == e.Value || sameDuration(old, e.Value) {
@@ -208,70 +185,47 @@ func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 			}
 		}
 	}
-	// rancher-config.
-	if cm, err := cs.CoreV1().ConfigMaps(opts.RancherNamespace).Get(ctx, fleetsettings.RancherConfigName, metav1.GetOptions{}); err == nil {
-		merged, changed, err := fleetsettings.MergeChartValues(cm.Data[fleetsettings.RancherConfigKey], ctrl.Effective, ctrl.HasEffective, agent.Effective, agent.HasEffective)
-		switch {
-		case err != nil:
-			r.LeftAlone = append(r.LeftAlone, "ConfigMap "+opts.RancherNamespace+"/rancher-config: "+err.Error())
-		case changed:
-			r.Changes = append(r.Changes, Change{Object: "ConfigMap " + opts.RancherNamespace + "/rancher-config",
-				Field: "data.fleet (leaderElection.*, agent.leaderElection.*)", Old: "…", New: "\n" + merged,
-				Restarts: "nothing now; Rancher's next Fleet chart upgrade keeps these values"})
-		}
+}
+
+// planRancherConfig adds rancher-config's Fleet chart values
+// (fleetsettings.MergeChartValues).
+func (r *Report) planRancherConfig(ctrl, agent settings.ComponentStatus) {
+	cm := r.snap.RancherConfig
+	if cm == nil {
+		return
 	}
-	// Downstream clusters, routed for the Rancher version.
-	r.Rancher = opts.RancherVersion
-	if !r.Rancher.Known {
-		name := opts.RancherDeployment
-		if name == "" {
-			name = rancher.DefaultDeployment
-		}
-		if d, err := cs.AppsV1().Deployments(opts.RancherNamespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
-			r.Rancher, _ = rancher.Detect(d)
-		}
+	ns := r.snap.Options.RancherNamespace
+	merged, changed, err := fleetsettings.MergeChartValues(cm.Data[fleetsettings.RancherConfigKey], ctrl.Effective, ctrl.HasEffective, agent.Effective, agent.HasEffective)
+	switch {
+	case err != nil:
+		r.LeftAlone = append(r.LeftAlone, "ConfigMap "+ns+"/rancher-config: "+err.Error())
+	case changed:
+		r.Changes = append(r.Changes, Change{Object: "ConfigMap " + ns + "/rancher-config",
+			Field: "data.fleet (leaderElection.*, agent.leaderElection.*)", Old: "…", New: "\n" + merged,
+			Restarts: "nothing now; Rancher's next Fleet chart upgrade keeps these values"})
 	}
-	if err := r.planRancher(ctx, cs, opts); err != nil {
-		return nil, err
-	}
-	if err := r.planClusters(ctx, dyn, agent); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 // planRancher adds the Rancher Deployment's CATTLE_ELECTION_* entries for
 // the lock kube-system/cattle-controllers (rancherenv.Decide), and what
 // that lock costs now and after.
-func (r *Report) planRancher(ctx context.Context, cs kubernetes.Interface, opts Options) error {
-	name := opts.RancherDeployment
-	if name == "" {
-		name = rancher.DefaultDeployment
-	}
-	d, err := cs.AppsV1().Deployments(opts.RancherNamespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+func (r *Report) planRancher() {
+	d := r.snap.Rancher
+	if d == nil {
 		// No Rancher here: the rancher-leader-election-* settings reach
 		// nothing. Said only when they are set to something else than
 		// what Rancher runs anyway.
 		if st := r.Triples[settings.Rancher]; st.HasEffective && st.Effective != election.WranglerDefaults {
+			o := r.snap.Options
 			r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("Deployment %s/%s: not found, so the rancher-leader-election-* settings (%s) reach no Rancher here (--rancher-namespace, --rancher-deployment)",
-				opts.RancherNamespace, name, st.Effective))
+				o.RancherNamespace, o.RancherDeployment, st.Effective))
 		}
-		return nil
+		return
 	}
-	if err != nil {
-		return fmt.Errorf("read Deployment %s/%s: %w", opts.RancherNamespace, name, err)
-	}
-	r.rancherReplicas = 1
-	if d.Spec.Replicas != nil {
-		r.rancherReplicas = int(*d.Spec.Replicas)
-	}
+	r.rancherReplicas = r.snap.RancherReplicas
 	ref := "Deployment " + d.Namespace + "/" + d.Name
 	runs := func(env []corev1.EnvVar) (election.Timings, bool) {
-		v := opts.RancherVersion
-		if !v.Known {
-			v, _ = rancher.Detect(d)
-		}
+		v := r.snap.RancherVersion
 		if !v.Known || !v.AtLeast(2, 8, 3) {
 			return election.WranglerDefaults, false // wrangler v1: hardcoded
 		}
@@ -318,7 +272,7 @@ func (r *Report) planRancher(ctx context.Context, cs kubernetes.Interface, opts 
 	r.rancherLocksBefore = lockCost(now)
 	r.rancherLocksAfter = r.rancherLocksBefore
 	st := r.Triples[settings.Rancher]
-	dec := rancherenv.Decide(d, rancherenv.Input{Triple: st.Effective, OK: st.HasEffective, Version: opts.RancherVersion})
+	dec := rancherenv.Decide(d, rancherenv.Input{Triple: st.Effective, OK: st.HasEffective, Version: r.snap.RancherVersion})
 	restarts := fmt.Sprintf("a rollout of every Rancher replica (%d)", r.rancherReplicas)
 	switch {
 	case dec.Problem == rancherenv.ProblemNotReady:
@@ -345,7 +299,6 @@ func (r *Report) planRancher(ctx context.Context, cs kubernetes.Interface, opts 
 		r.rancherLocksAfter = lockCost(st.Effective)
 	}
 	r.rancherLock = true
-	return nil
 }
 
 // propose applies the assignments in order to copies of objs, each checked
@@ -375,17 +328,14 @@ func (r *Report) propose(objs []v3.Setting, stateData map[string]string, set []A
 
 // judgeAgents judges, as the controller does before it writes, a change of
 // the agent triple on fleet-agentmanagement by what every v0.13+ agent
-// would run (agentenv.JudgeGlobal, from a live list of the fleet Clusters).
-func judgeAgents(ctx context.Context, dyn dynamic.Interface, deps []appsv1.Deployment, in fleetsettings.Inputs) error {
+// would run (agentenv.JudgeGlobal, over the snapshot's fleet Clusters).
+func judgeAgents(snap *inventory.Snapshot, in fleetsettings.Inputs) error {
 	if in.Channel != fleet.ChannelAgentManagement {
 		return nil
 	}
 	var cur election.Timings
 	var found bool
-	for _, d := range deps {
-		if d.Name != fleet.ControllerDeployment {
-			continue
-		}
+	if d := snap.FleetDeployment(fleet.ControllerDeployment); d != nil {
 		for _, c := range d.Spec.Template.Spec.Containers {
 			if c.Name == fleet.AgentManagementContainer {
 				cur, found, _ = election.FleetAgentPrefix.FromEnv(c.Env)
@@ -395,70 +345,23 @@ func judgeAgents(ctx context.Context, dyn dynamic.Interface, deps []appsv1.Deplo
 	if !found || cur == in.Agent {
 		return nil
 	}
-	l, err := dyn.Resource(agentenv.FleetClusterGVR).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("list fleet Clusters: %w", err)
-	}
-	var clusters []agentenv.ClusterEnv
-	for i := range l.Items {
-		clusters = append(clusters, agentenv.ClusterEnvOf(&l.Items[i]))
-	}
-	if broken := agentenv.JudgeGlobal(cur, in.Agent, in.Channel, clusters); len(broken) > 0 {
+	if broken := agentenv.JudgeGlobal(cur, in.Agent, in.Channel, snap.ClusterEnvs()); len(broken) > 0 {
 		return agentenv.BrokenError(in.Agent, broken)
 	}
 	return nil
 }
 
-func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent settings.ComponentStatus) error {
-	list := func(gvr schema.GroupVersionResource) ([]unstructured.Unstructured, error) {
-		l, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", gvr.Resource+"."+gvr.Group, err)
-		}
-		return l.Items, nil
-	}
-	fcs, err := list(agentenv.FleetClusterGVR)
-	if err != nil {
-		return err
-	}
-	provs, err := list(agentenv.ProvisioningClusterGVR)
-	if err != nil {
-		return err
-	}
-	mgmts, err := list(agentenv.ManagementClusterGVR)
-	if err != nil {
-		return err
-	}
-	for gvr, items := range map[schema.GroupVersionResource][]unstructured.Unstructured{
-		agentenv.FleetClusterGVR: fcs, agentenv.ProvisioningClusterGVR: provs, agentenv.ManagementClusterGVR: mgmts} {
-		for i := range items {
-			r.objects = append(r.objects, clusterObject{gvr: gvr, obj: &items[i]})
-		}
-	}
-	provBy, mgmtBy := map[string]*unstructured.Unstructured{}, map[string]*unstructured.Unstructured{}
-	for i := range provs {
-		if n, _, _ := unstructured.NestedString(provs[i].Object, "status", "clusterName"); n != "" {
-			provBy[n] = &provs[i]
-		}
-	}
-	for i := range mgmts {
-		mgmtBy[mgmts[i].GetName()] = &mgmts[i]
-	}
-	r.clusters = len(fcs)
-	for i := range fcs {
-		fc := &fcs[i]
-		name := fc.GetLabels()[agentenv.MgmtNameLabel]
-		rt, err := agentenv.Route(fc, provBy[name], mgmtBy[name], r.Rancher)
-		if err != nil {
-			r.LeftAlone = append(r.LeftAlone, err.Error())
+// planClusters adds each routed cluster's agent env (agentenv's Decide),
+// what its fleet-agent's lock costs, and which cattle-cluster-agents take
+// the triple.
+func (r *Report) planClusters(agent settings.ComponentStatus) {
+	r.clusters = len(r.snap.FleetClusters)
+	for _, c := range r.snap.Clusters {
+		if c.Err != nil {
+			r.LeftAlone = append(r.LeftAlone, c.Err.Error())
 			continue
 		}
+		rt := c.Routing
 		for _, o := range rt.Ignored {
 			r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("the override annotations on %s %s/%s do not apply: they are read from %s",
 				o.GetKind(), o.GetNamespace(), o.GetName(), rt.TargetRef))
@@ -503,7 +406,6 @@ func (r *Report) planClusters(ctx context.Context, dyn dynamic.Interface, agent 
 			}
 		}
 	}
-	return nil
 }
 
 // hasElectionEntries reports whether an agentEnvVars list has a

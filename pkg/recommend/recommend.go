@@ -5,9 +5,9 @@
 // what an installation's locks cost with one triple or another.
 //
 // Every triple it returns passes election.Timings.Validate. It uses
-// pkg/election's cost model and, but for InEffect (which reads the
-// Settings in effect from a cluster), performs no I/O, so the CLI
-// (`leasetune recommend`, `leasetune audit`) and a UI compute the same.
+// pkg/election's cost model and performs no I/O (InEffect computes from an
+// installation pkg/inventory has read), so the CLI (`leasetune recommend`,
+// `leasetune audit`) and a UI compute the same.
 package recommend
 
 import (

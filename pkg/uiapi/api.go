@@ -44,10 +44,7 @@ import (
 	"time"
 
 	"github.com/rancher/norman/httperror"
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -55,7 +52,7 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/election"
-	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -272,57 +269,63 @@ var Titles = map[settings.Component]string{
 	settings.Rancher:         "Rancher server",
 }
 
-// readSettings reads the nine Settings by name (get rights on them suffice)
-// and leasetune's state ConfigMap; a state that cannot be read is a note.
-func (s *Server) readSettings(ctx context.Context, c *clients) ([]v3.Setting, map[string]string, []string, error) {
-	var objs []v3.Setting
-	res := c.dyn.Resource(v3.SchemeGroupVersion.WithResource("settings"))
-	for _, d := range settings.Registry {
-		u, err := res.Get(ctx, d.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("read setting %s: %w", d.Name, err)
-		}
-		var o v3.Setting
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o); err != nil {
-			return nil, nil, nil, fmt.Errorf("setting %s: %w", d.Name, err)
-		}
-		objs = append(objs, o)
+// read reads the parts of the installation a request needs
+// (inventory.Read) with the caller's clients: the Settings by name (get
+// rights on them suffice), and the parts in optional, which only add
+// context, as Unread (a note) when the caller may not read them.
+func (s *Server) read(ctx context.Context, c *clients, parts, optional inventory.Part) (*inventory.Snapshot, error) {
+	opts := s.Plan.Inventory()
+	opts.Parts, opts.Optional, opts.SettingsByName = parts, optional, true
+	return inventory.Read(ctx, c.cs, c.dyn, opts)
+}
+
+// channelParts are the parts the Fleet agent channel is read from: none
+// when the flag sets it.
+func (s *Server) channelParts() inventory.Part {
+	if s.Plan.ChannelOverride != "" {
+		return 0
 	}
-	var notes []string
-	var state map[string]string
-	cm, err := c.cs.CoreV1().ConfigMaps(s.Plan.Namespace).Get(ctx, settings.DefaultStateName, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		state = cm.Data
-	case apierrors.IsNotFound(err):
-	default:
-		notes = append(notes, fmt.Sprintf("leasetune's record (ConfigMap %s/%s) could not be read with your rights (%v): the triples in effect are computed from the settings alone",
-			s.Plan.Namespace, settings.DefaultStateName, reason(err)))
-		state = nil
+	return inventory.ChannelRecord | inventory.FleetDeployments
+}
+
+// notes say what could not be read with the caller's rights (the
+// snapshot's Unread parts) and what the page shows instead.
+func notes(snap *inventory.Snapshot) []string {
+	o := snap.Options
+	out := []string{}
+	for _, n := range []struct {
+		part inventory.Part
+		text string
+	}{
+		{inventory.State, fmt.Sprintf("leasetune's record (ConfigMap %s/%s) could not be read with your rights (%%s): the triples in effect are computed from the settings alone",
+			o.Namespace, settings.DefaultStateName)},
+		{inventory.ChannelRecord, fmt.Sprintf("leasetune's record of the Fleet agent channel (ConfigMap %s/%s) could not be read with your rights (%%s): the channel is detected without it",
+			o.Namespace, fleetsettings.ChannelConfigMapName)},
+		{inventory.FleetDeployments, fmt.Sprintf("the Fleet Deployments in %s could not be read with your rights (%%s)", o.FleetNamespace)},
+		{inventory.RancherDeployment, fmt.Sprintf("the Rancher Deployment %s/%s could not be read with your rights (%%s): the clusters are routed as for an unknown Rancher version",
+			o.RancherNamespace, o.RancherDeployment)},
+	} {
+		if err := snap.Unread[n.part]; err != nil {
+			out = append(out, fmt.Sprintf(n.text, reason(err)))
+		}
 	}
-	return objs, state, notes, nil
+	return out
 }
 
 func (s *Server) overview(ctx context.Context, c *clients) (*Overview, error) {
-	objs, state, notes, err := s.readSettings(ctx, c)
+	inv, err := s.read(ctx, c, inventory.Settings|inventory.State|s.channelParts(), inventory.State|inventory.ChannelRecord|inventory.FleetDeployments)
 	if err != nil {
 		return nil, err
 	}
-	snap, _ := settings.Snapshot(objs, state)
-	record := lastInEffect(state)
+	snap, _ := inv.Triples()
+	record := lastInEffect(inv.StateData())
 	byName := map[string]*v3.Setting{}
-	for i := range objs {
-		byName[objs[i].Name] = &objs[i]
+	for i := range inv.Settings {
+		byName[inv.Settings[i].Name] = &inv.Settings[i]
 	}
-	out := &Overview{Notes: notes}
-	if out.Notes == nil {
-		out.Notes = []string{}
-	}
+	out := &Overview{Notes: notes(inv)}
 	from := "record"
-	if state == nil {
+	if inv.StateData() == nil {
 		from = "settings"
 	}
 	for _, comp := range settings.Components {
@@ -353,13 +356,9 @@ func (s *Server) overview(ctx context.Context, c *clients) (*Overview, error) {
 		}
 		out.Components = append(out.Components, cv)
 	}
-	ch, _, note := s.channel(ctx, c)
-	out.Channel = string(ch)
-	if ch != "" {
-		out.ChannelExplain = ch.Explain()
-	}
-	if note != "" {
-		out.Notes = append(out.Notes, note)
+	out.Channel = string(inv.Channel)
+	if inv.Channel != "" {
+		out.ChannelExplain = inv.Channel.Explain()
 	}
 	return out, nil
 }
@@ -398,30 +397,6 @@ func lastInEffect(state map[string]string) map[settings.Component]election.Timin
 		}
 	}
 	return out
-}
-
-// channel is the Fleet agent channel as plan reads it: the flag, else the
-// fleet-controller Deployment's evidence (fleet.DetectChannel) with
-// leasetune's record; note says what could not be read.
-func (s *Server) channel(ctx context.Context, c *clients) (fleet.AgentChannel, *appsv1.DeploymentList, string) {
-	if s.Plan.ChannelOverride != "" {
-		return s.Plan.ChannelOverride, nil, ""
-	}
-	var recorded fleet.AgentChannel
-	if cm, err := c.cs.CoreV1().ConfigMaps(s.Plan.Namespace).Get(ctx, fleetsettings.ChannelConfigMapName, metav1.GetOptions{}); err == nil {
-		recorded, _ = fleet.ParseChannel(cm.Data["channel"])
-	}
-	deps, err := c.cs.AppsV1().Deployments(s.Plan.FleetNamespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return recorded, nil, fmt.Sprintf("the Fleet Deployments in %s could not be read with your rights (%v)", s.Plan.FleetNamespace, reason(err))
-	}
-	ch := recorded
-	for i := range deps.Items {
-		if d := &deps.Items[i]; d.Name == fleet.ControllerDeployment {
-			ch = fleet.DetectChannel(d, fleetsettings.FieldManager, recorded).Channel
-		}
-	}
-	return ch, deps, ""
 }
 
 // reason is the API server's message of err, without the wrapping.

@@ -4,15 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
-	"leasetune.io/leasetune/pkg/rancher"
+	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -63,67 +58,20 @@ type Clusters struct {
 }
 
 func (s *Server) clusters(ctx context.Context, c *clients) (*Clusters, error) {
-	objs, state, notes, err := s.readSettings(ctx, c)
+	inv, err := s.read(ctx, c, inventory.Settings|inventory.State|s.channelParts()|inventory.Clusters,
+		inventory.State|inventory.ChannelRecord|inventory.FleetDeployments|inventory.RancherDeployment)
 	if err != nil {
 		return nil, err
 	}
-	snap, _ := settings.Snapshot(objs, state)
-	global, ok := inEffect(snap, lastInEffect(state), settings.FleetAgent)
+	snap, _ := inv.Triples()
+	global, ok := inEffect(snap, lastInEffect(inv.StateData()), settings.FleetAgent)
 	agent := settings.ComponentStatus{Effective: global, HasEffective: ok}
-	out := &Clusters{Notes: append([]string{}, notes...), Clusters: []ClusterView{}}
+	out := &Clusters{Notes: notes(inv), Clusters: []ClusterView{}, Channel: string(inv.Channel), Total: len(inv.FleetClusters)}
 	if agent.HasEffective {
 		out.Global = tripleOf(agent.Effective)
 	}
-	ch, _, note := s.channel(ctx, c)
-	out.Channel = string(ch)
-	if note != "" {
-		out.Notes = append(out.Notes, note)
-	}
-	list := func(gvr schema.GroupVersionResource) ([]unstructured.Unstructured, error) {
-		l, err := c.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil, nil // the kind is not served: no Rancher, or no Fleet
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list %s.%s: %w", gvr.Resource, gvr.Group, err)
-		}
-		return l.Items, nil
-	}
-	fcs, err := list(agentenv.FleetClusterGVR)
-	if err != nil {
-		return nil, err
-	}
-	provs, err := list(agentenv.ProvisioningClusterGVR)
-	if err != nil {
-		return nil, err
-	}
-	mgmts, err := list(agentenv.ManagementClusterGVR)
-	if err != nil {
-		return nil, err
-	}
-	provBy, mgmtBy := map[string]*unstructured.Unstructured{}, map[string]*unstructured.Unstructured{}
-	for i := range provs {
-		if n, _, _ := unstructured.NestedString(provs[i].Object, "status", "clusterName"); n != "" {
-			provBy[n] = &provs[i]
-		}
-	}
-	for i := range mgmts {
-		mgmtBy[mgmts[i].GetName()] = &mgmts[i]
-	}
-	rv := s.Plan.RancherVersion
-	if !rv.Known {
-		name := s.Plan.RancherDeployment
-		if name == "" {
-			name = rancher.DefaultDeployment
-		}
-		if d, err := c.cs.AppsV1().Deployments(s.Plan.RancherNamespace).Get(ctx, name, metav1.GetOptions{}); err == nil {
-			rv, _ = rancher.Detect(d)
-		}
-	}
-	out.Total = len(fcs)
-	for i := range fcs {
-		fc := &fcs[i]
-		cv, differs := view(fc, provBy, mgmtBy, rv, agent, ch)
+	for _, cl := range inv.Clusters {
+		cv, differs := view(cl, agent, inv.Channel)
 		if !differs {
 			continue
 		}
@@ -137,18 +85,18 @@ func (s *Server) clusters(ctx context.Context, c *clients) (*Clusters, error) {
 	return out, nil
 }
 
-// view describes one fleet Cluster as the agentenv controller decides it,
-// and whether its agents differ from the global triple (overrides, a
-// problem, a status, ignored overrides, or another triple run).
-func view(fc *unstructured.Unstructured, provBy, mgmtBy map[string]*unstructured.Unstructured, rv rancher.Version,
-	agent settings.ComponentStatus, ch fleet.AgentChannel) (ClusterView, bool) {
+// view describes one routed fleet Cluster as the agentenv controller
+// decides it, and whether its agents differ from the global triple
+// (overrides, a problem, a status, ignored overrides, or another triple
+// run).
+func view(cl inventory.Cluster, agent settings.ComponentStatus, ch fleet.AgentChannel) (ClusterView, bool) {
+	fc := cl.Fleet
 	cv := ClusterView{Cluster: fc.GetNamespace() + "/" + fc.GetName(), Overrides: map[string]string{}, Ignored: []string{}}
-	name := fc.GetLabels()[agentenv.MgmtNameLabel]
-	rt, err := agentenv.Route(fc, provBy[name], mgmtBy[name], rv)
-	if err != nil {
-		cv.Problem, cv.Reason = "unrouted", err.Error()
+	if cl.Err != nil {
+		cv.Problem, cv.Reason = "unrouted", cl.Err.Error()
 		return cv, true
 	}
+	rt := cl.Routing
 	cv.Source = rt.TargetRef.String()
 	ann := rt.Target.GetAnnotations()
 	for i, a := range agentenv.OverrideAnnotations {

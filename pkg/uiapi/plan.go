@@ -9,6 +9,7 @@ import (
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -52,24 +53,27 @@ func (s *Server) plan(ctx context.Context, c *clients, req PlanRequest) (*PlanRe
 		return nil, httperror.NewFieldAPIError(httperror.InvalidBodyContent, "component",
 			fmt.Sprintf("component %q: want one of fleet-controller, fleet-agent, rancher", req.Component))
 	}
-	objs, state, _, err := s.readSettings(ctx, c)
+	// Everything `leasetune plan` reads. Only leasetune's record may be
+	// missing; what else the caller may not read fails the request, but
+	// after the proposed values are judged.
+	optional := inventory.All &^ inventory.Settings
+	inv, err := s.read(ctx, c, inventory.All, optional)
 	if err != nil {
 		return nil, err
 	}
-	view := settings.View{Objects: objs, Remembered: settings.RememberedValues(state), EnvSet: s.EnvSet}
+	view := settings.View{Objects: inv.Settings, Remembered: settings.RememberedValues(inv.StateData()), EnvSet: s.EnvSet}
 	writes, err := WriteOrder(view, comp, req.Values)
 	if err != nil {
 		return nil, err
 	}
-	opts := s.Plan
-	opts.Set = nil
-	for _, w := range writes {
-		opts.Set = append(opts.Set, plan.Assignment{Name: w.Name, Value: w.Value})
-	}
-	rep, err := plan.Compute(ctx, c.cs, c.dyn, opts)
-	if err != nil {
+	if err := inv.Missing(optional &^ inventory.State); err != nil {
 		return nil, err
 	}
+	var set []plan.Assignment
+	for _, w := range writes {
+		set = append(set, plan.Assignment{Name: w.Name, Value: w.Value})
+	}
+	rep := plan.FromSnapshot(inv, set)
 	out := &PlanResponse{Component: string(comp), Writes: writes, Changes: rep.Changes, Totals: rep.Totals(), LeftAlone: rep.LeftAlone}
 	if len(rep.Refused) > 0 {
 		// WriteOrder checked every step as CheckChange does; a refusal

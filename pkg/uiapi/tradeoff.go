@@ -6,14 +6,11 @@ import (
 	"time"
 
 	"github.com/rancher/norman/httperror"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
-	"leasetune.io/leasetune/pkg/fleet"
-	"leasetune.io/leasetune/pkg/rancher"
+	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/recommend"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -99,15 +96,17 @@ func (s *Server) tradeoff(ctx context.Context, c *clients, component, maxFailove
 		}
 		target = d
 	}
-	objs, state, _, err := s.readSettings(ctx, c)
+	counted := map[settings.Component]inventory.Part{settings.FleetController: inventory.FleetDeployments,
+		settings.FleetAgent: inventory.ClusterCount, settings.Rancher: inventory.RancherDeployment}[comp]
+	inv, err := s.read(ctx, c, inventory.Settings|inventory.State|counted, inventory.State|counted)
 	if err != nil {
 		return nil, err
 	}
-	snap, _ := settings.Snapshot(objs, state)
-	locks := s.locks(ctx, c, comp)
+	snap, _ := inv.Triples()
+	locks := locksOf(inv, comp)
 	out := &Tradeoff{Component: string(comp), Locks: locks, Behaviour: behaviour.String(), MaxFailover: election.FormatDuration(target)}
 	top := 60 * time.Second
-	if cur, ok := inEffect(snap, lastInEffect(state), comp); ok {
+	if cur, ok := inEffect(snap, lastInEffect(inv.StateData()), comp); ok {
 		p := pointOf(cur, locks)
 		out.Current = &p
 		if r := 2 * cur.RetryPeriod; r > top {
@@ -141,81 +140,43 @@ func (s *Server) tradeoff(ctx context.Context, c *clients, component, maxFailove
 	return out, nil
 }
 
-// locks counts the component's locks with the caller's rights; what cannot
-// be counted is estimated, and says so.
-func (s *Server) locks(ctx context.Context, c *clients, comp settings.Component) Locks {
+// locksOf counts the component's locks in what the caller could read;
+// what could not be counted is estimated, and says so.
+func locksOf(inv *inventory.Snapshot, comp settings.Component) Locks {
+	o := inv.Options
 	switch comp {
 	case settings.FleetController:
-		deps, err := c.cs.AppsV1().Deployments(s.Plan.FleetNamespace).List(ctx, metav1.ListOptions{})
-		if err == nil {
-			n := 0
-			for i := range deps.Items {
-				if d := &deps.Items[i]; fleet.IsTarget(d) {
-					for _, ctr := range d.Spec.Template.Spec.Containers {
-						if fleet.IsFleetContainer(ctr.Name) {
-							n++
-						}
-					}
-				}
-			}
-			if n > 0 {
-				return Locks{Count: n, What: fmt.Sprintf("%d Fleet controller processes in %s (one lock each)", n, s.Plan.FleetNamespace)}
-			}
+		if n := inv.FleetLocks(); n > 0 {
+			return Locks{Count: n, What: fmt.Sprintf("%d Fleet controller processes in %s (one lock each)", n, o.FleetNamespace)}
 		}
 		why := "no Fleet Deployments found"
-		if err != nil {
+		if inv.Unread[inventory.FleetDeployments] != nil {
 			why = "the Fleet Deployments could not be read with your rights"
 		}
 		return Locks{Count: recommend.DefaultControllerLocks, Estimated: true,
 			What: fmt.Sprintf("%d locks, as Fleet v0.14 has (%s)", recommend.DefaultControllerLocks, why)}
 	case settings.FleetAgent:
-		n, err := count(ctx, c, agentenv.FleetClusterGVR)
-		if err == nil {
-			return Locks{Count: n, What: fmt.Sprintf("%d fleet Clusters (one fleet-agent lock each)", n)}
-		}
-		why := "the fleet Clusters could not be read with your rights"
-		if apierrors.IsNotFound(err) {
+		why := ""
+		switch {
+		case inv.Unread[inventory.ClusterCount] != nil:
+			why = "the fleet Clusters could not be read with your rights"
+		case inv.Absent&inventory.ClusterCount != 0:
 			why = "no fleet Cluster kind here"
+		default:
+			n := inv.FleetClusterCount
+			return Locks{Count: n, What: fmt.Sprintf("%d fleet Clusters (one fleet-agent lock each)", n)}
 		}
 		return Locks{Count: 1, Estimated: true, What: "1 cluster (" + why + ")"}
 	}
-	name := s.Plan.RancherDeployment
-	if name == "" {
-		name = rancher.DefaultDeployment
-	}
-	d, err := c.cs.AppsV1().Deployments(s.Plan.RancherNamespace).Get(ctx, name, metav1.GetOptions{})
-	if err == nil {
-		replicas := 1
-		if d.Spec.Replicas != nil {
-			replicas = int(*d.Spec.Replicas)
-		}
-		if replicas < 1 {
-			replicas = 1
-		}
+	if inv.Rancher != nil {
+		replicas := max(inv.RancherReplicas, 1)
 		return Locks{Count: 1, Followers: replicas - 1,
 			What: fmt.Sprintf("kube-system/cattle-controllers, %d Rancher replica(s): 1 leader, %d follower(s)", replicas, replicas-1)}
 	}
+	why := apierrors.NewNotFound(appsv1.Resource("deployments"), o.RancherDeployment).Error()
+	if err := inv.Unread[inventory.RancherDeployment]; err != nil {
+		why = reason(err)
+	}
 	return Locks{Count: 1, Followers: 2, Estimated: true,
-		What: fmt.Sprintf("kube-system/cattle-controllers with Rancher's chart default of 3 replicas (Deployment %s/%s: %s)", s.Plan.RancherNamespace, name, reason(err))}
-}
-
-// count returns how many objects of gvr there are, from a list of one
-// (the API server's remainingItemCount), so 10,000 clusters are not read
-// to count them; a server that gives no count is listed in full.
-func count(ctx context.Context, c *clients, gvr schema.GroupVersionResource) (int, error) {
-	l, err := c.dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
-	if err != nil {
-		return 0, err
-	}
-	if rem := l.GetRemainingItemCount(); rem != nil {
-		return len(l.Items) + int(*rem), nil
-	}
-	if l.GetContinue() == "" {
-		return len(l.Items), nil
-	}
-	all, err := c.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, err
-	}
-	return len(all.Items), nil
+		What: fmt.Sprintf("kube-system/cattle-controllers with Rancher's chart default of 3 replicas (Deployment %s/%s: %s)", o.RancherNamespace, o.RancherDeployment, why)}
 }

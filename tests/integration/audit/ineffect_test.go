@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/recommend"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -38,11 +39,11 @@ func TestInEffect(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = dyn.Resource(gvr).Delete(ctx, d.Name, metav1.DeleteOptions{}) })
 	}
-	got, err := recommend.InEffect(ctx, cp.Client, dyn, ns)
+	snap, err := inventory.Read(ctx, cp.Client, dyn, inventory.Options{Namespace: ns, Parts: inventory.Settings | inventory.State})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got[settings.FleetAgent] != want || got[settings.FleetController] != election.FleetDefaults {
+	if got := recommend.InEffect(snap); got[settings.FleetAgent] != want || got[settings.FleetController] != election.FleetDefaults {
 		t.Errorf("in effect: %v", got)
 	}
 }

@@ -12,11 +12,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 
-	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -374,23 +374,12 @@ func changeDiff(predicted, actual []change) string {
 // says of name=value against the live Settings ("" when it accepts it).
 func checkChange(t *testing.T, e env, name, value string) string {
 	t.Helper()
-	l, err := dyn(settingGVR, "").List(context.Background(), metav1.ListOptions{})
+	snap, err := inventory.Read(context.Background(), cp.Client, dynamic.NewForConfigOrDie(cp.Config),
+		inventory.Options{Namespace: e.ns, Parts: inventory.Settings | inventory.State})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var objs []v3.Setting
-	for _, it := range l.Items {
-		var s v3.Setting
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(it.Object, &s); err != nil {
-			t.Fatal(err)
-		}
-		objs = append(objs, s)
-	}
-	var data map[string]string
-	if cm, err := cp.Client.CoreV1().ConfigMaps(e.ns).Get(context.Background(), settings.DefaultStateName, metav1.GetOptions{}); err == nil {
-		data = cm.Data
-	}
-	if err := settings.CheckChange(settings.View{Objects: objs, Remembered: settings.RememberedValues(data)}, name, value); err != nil {
+	if err := settings.CheckChange(settings.View{Objects: snap.Settings, Remembered: settings.RememberedValues(snap.StateData())}, name, value); err != nil {
 		return err.Error()
 	}
 	return ""

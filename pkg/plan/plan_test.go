@@ -1,0 +1,151 @@
+package plan
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/inventory"
+)
+
+// emptyJSON is `plan -o json` where nothing is installed.
+const emptyJSON = `{
+  "triples": [
+    {
+      "component": "fleet-controller",
+      "inEffect": "leaseDuration=30s renewDeadline=25s retryPeriod=10s"
+    },
+    {
+      "component": "fleet-agent",
+      "inEffect": "leaseDuration=30s renewDeadline=25s retryPeriod=10s"
+    },
+    {
+      "component": "rancher",
+      "inEffect": "leaseDuration=45s renewDeadline=30s retryPeriod=2s"
+    }
+  ],
+  "channel": "",
+  "changes": [],
+  "leftAlone": null,
+  "refused": null,
+  "totals": {
+    "deploymentRollouts": 0,
+    "fleetAgentRedeploys": 0,
+    "clusterAgentRedeploys": 0,
+    "nodePlanClusters": 0,
+    "controllerLockRequestsPerHour": 0,
+    "agentLockRequestsPerHour": 0,
+    "rancherRollout": false,
+    "rancherLockRequestsPerHourBefore": 0,
+    "rancherLockRequestsPerHour": 0,
+    "clusterAgentLocksRetuned": 0,
+    "clusterAgentLocksKept": 0
+  }
+}`
+
+func snapshotWith(settings map[string]string, deps ...appsv1.Deployment) *inventory.Snapshot {
+	s := &inventory.Snapshot{Options: inventory.Options{Namespace: "leasetune-system", FleetNamespace: fleet.DefaultNamespace,
+		RancherNamespace: "cattle-system", RancherDeployment: "rancher"}, FleetDeployments: deps}
+	for name, value := range settings {
+		o := v3.Setting{Value: value}
+		o.Name = name
+		s.Settings = append(s.Settings, o)
+	}
+	return s
+}
+
+// gitjob is the Fleet chart's gitjob Deployment at Fleet's 30s/25s/10s.
+func gitjob() appsv1.Deployment {
+	d := appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: fleet.DefaultNamespace, Name: fleet.GitjobDeployment}}
+	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: fleet.GitjobContainer, Env: []corev1.EnvVar{
+		{Name: "CATTLE_ELECTION_LEASE_DURATION", Value: "30s"}, {Name: "CATTLE_ELECTION_RENEW_DEADLINE", Value: "25s"},
+		{Name: "CATTLE_ELECTION_RETRY_PERIOD", Value: "10s"}}}}
+	return d
+}
+
+// TestFromSnapshot: the report is computed from the snapshot alone.
+func TestFromSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		snap      *inventory.Snapshot
+		set       []Assignment
+		changes   []Change
+		leftAlone []string
+		refused   []string
+		totals    Totals
+	}{
+		{name: "nothing installed: nothing to write", snap: snapshotWith(nil)},
+		{name: "Fleet at its defaults: nothing to write", snap: snapshotWith(nil, gitjob()),
+			totals: Totals{ControllerLocksAfter: 720}},
+		{name: "a proposed retry period rolls gitjob", snap: snapshotWith(nil, gitjob()),
+			set: []Assignment{{"fleet-leader-election-retry-period", "4s"}},
+			changes: []Change{{Object: "Deployment cattle-fleet-system/gitjob", Field: "container gitjob env CATTLE_ELECTION_RETRY_PERIOD",
+				Old: "10s", New: "4s", Restarts: "a rollout of gitjob"}},
+			totals: Totals{Rollouts: 1, ControllerLocksBefore: 720, ControllerLocksAfter: 1800}},
+		{name: "a refused proposal is left out", snap: snapshotWith(nil, gitjob()),
+			set:     []Assignment{{"fleet-leader-election-retry-period", "999ms"}},
+			refused: []string{"fleet-leader-election-retry-period=999ms: "},
+			totals:  Totals{ControllerLocksBefore: 720, ControllerLocksAfter: 720}},
+		{name: "no Rancher Deployment for a Rancher triple", snap: snapshotWith(map[string]string{"rancher-leader-election-retry-period": "5s"}),
+			leftAlone: []string{"Deployment cattle-system/rancher: not found, so the rancher-leader-election-* settings (leaseDuration=45s renewDeadline=30s retryPeriod=5s) reach no Rancher here (--rancher-namespace, --rancher-deployment)"}},
+		{name: "a cluster that cannot be routed says why", snap: func() *inventory.Snapshot {
+			s := snapshotWith(nil)
+			s.Clusters = []inventory.Cluster{{Err: errors.New("fleet Cluster fleet-default/gone-1: no provisioning Cluster")}}
+			return s
+		}(), leftAlone: []string{"fleet Cluster fleet-default/gone-1: no provisioning Cluster"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := FromSnapshot(tc.snap, tc.set)
+			if !reflect.DeepEqual(r.Changes, tc.changes) {
+				t.Errorf("changes %+v, want %+v", r.Changes, tc.changes)
+			}
+			if !reflect.DeepEqual(r.LeftAlone, tc.leftAlone) {
+				t.Errorf("left alone %q, want %q", r.LeftAlone, tc.leftAlone)
+			}
+			if len(r.Refused) != len(tc.refused) {
+				t.Errorf("refused %q, want %q", r.Refused, tc.refused)
+			}
+			for i := range tc.refused {
+				if i < len(r.Refused) && !strings.HasPrefix(r.Refused[i], tc.refused[i]) {
+					t.Errorf("refused %q, want %q…", r.Refused[i], tc.refused[i])
+				}
+			}
+			if got := r.Totals(); got != tc.totals {
+				t.Errorf("totals %+v, want %+v", got, tc.totals)
+			}
+		})
+	}
+}
+
+// TestFromSnapshotOutput: `plan` and `plan -o json` where nothing is
+// installed, to the byte.
+func TestFromSnapshotOutput(t *testing.T) {
+	r := FromSnapshot(snapshotWith(nil), nil)
+	b, err := r.JSON()
+	if err != nil || string(b) != emptyJSON {
+		t.Errorf("%v\n%s\nwant\n%s", err, b, emptyJSON)
+	}
+	var out bytes.Buffer
+	r.Print(&out)
+	want := `fleet-controller: leaseDuration=30s renewDeadline=25s retryPeriod=10s
+fleet-agent: leaseDuration=30s renewDeadline=25s retryPeriod=10s
+rancher: leaseDuration=45s renewDeadline=30s retryPeriod=2s
+fleet agent channel: unknown (no fleet-controller Deployment): nothing is written to clusters
+
+No writes: everything is converged.
+
+Restarts: 0 Deployment rollout(s), 0 fleet-agent redeploy(s), 0 cattle-cluster-agent redeploy(s), 0 cluster(s) whose nodes are re-planned.
+Lock requests per hour (client-go before v0.30, one replica per Fleet process): Fleet controllers 0, fleet-agents 0.
+`
+	if out.String() != want {
+		t.Errorf("%s\nwant\n%s", out.String(), want)
+	}
+}
