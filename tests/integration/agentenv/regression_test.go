@@ -156,12 +156,13 @@ func TestAnotherWriterThatKeepsRemovingTheEntries(t *testing.T) {
 	eventually(t, "fenced and reported", func() bool {
 		return strings.Contains(getObj(t, fleetGVR, ns, "fought").GetAnnotations()[agentenv.StatusAnnotation], "gitops-bot")
 	})
-	if r.Problems()[ns+"/fought"] != agentenv.ProblemReverted {
-		t.Errorf("problems %v", r.Problems())
-	}
-	if ev := events(t, ns, "fought", "AgentEnvReverted"); len(ev) != 1 || !strings.Contains(ev[0], "gitops-bot") {
-		t.Errorf("events %v", ev)
-	}
+	// The report step follows the write: the problem and the Event come
+	// right after the annotation.
+	eventually(t, "the problem recorded", func() bool { return r.Problems()[ns+"/fought"] == agentenv.ProblemReverted })
+	eventually(t, "one AgentEnvReverted Event naming the writer", func() bool {
+		ev := events(t, ns, "fought", "AgentEnvReverted")
+		return len(ev) == 1 && strings.Contains(ev[0], "gitops-bot")
+	})
 	n := r.settle()
 	time.Sleep(3 * time.Second) // the writer goes on: leasetune must not
 	if m := r.settle(); m != n {
