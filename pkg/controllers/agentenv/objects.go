@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -113,4 +114,30 @@ func hasRKEConfig(u *unstructured.Unstructured) bool {
 func provClusterName(u *unstructured.Unstructured) string {
 	s, _, _ := unstructured.NestedString(u.Object, "status", "clusterName")
 	return s
+}
+
+// SourceFacts is what a decision reads of a cluster's source object.
+type SourceFacts struct {
+	// Entries are its CATTLE_ELECTION_* entries of spec.agentEnvVars, in
+	// order (a valueFrom entry has ValueFrom set, its source dropped).
+	Entries []corev1.EnvVar
+	// Record is leasetune's record of what it wrote there (nil: none).
+	Record map[string]string
+	// Overrides and Set are its override annotations, in field order.
+	Overrides [3]string
+	Set       [3]bool
+	// Malformed is true when spec.agentEnvVars is not a list of objects.
+	Malformed bool
+}
+
+// FactsOf reads u's SourceFacts (a slim cached copy or a whole object).
+func FactsOf(u *unstructured.Unstructured) SourceFacts {
+	f := SourceFacts{Record: ownRecord(u)}
+	f.Overrides, f.Set = overrides(u)
+	if _, err := agentEnvVars(u); err != nil {
+		f.Malformed = true
+		return f
+	}
+	f.Entries = electionEntries(u)
+	return f
 }

@@ -3,6 +3,7 @@ package agentenv
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -130,9 +131,16 @@ func fenceMessage(writer string, reverts int, rt Routing) string {
 	if writer == "" {
 		writer = "another writer"
 	}
-	return fmt.Sprintf("%s removed leasetune's CATTLE_ELECTION_* entries from spec.agentEnvVars %d times within %s; leasetune stops writing this object (each write redeploys %s) until it changes otherwise; to keep other timings here, give the other writer the entries, or remove the override annotations",
-		writer, reverts, RevertWindow, Restarts(rt))
+	return fmt.Sprintf("%s removed leasetune's CATTLE_ELECTION_* entries from spec.agentEnvVars %d times within %s; %s (each write redeploys %s) until it changes otherwise; to keep other timings here, give the other writer the entries, or remove the override annotations",
+		writer, reverts, RevertWindow, fenced, Restarts(rt))
 }
+
+// fenced is the phrase of every fenceMessage.
+const fenced = "leasetune stops writing this object"
+
+// IsFenceMessage reports whether a StatusAnnotation value is the revert
+// guard's (the object is not written until it changes otherwise).
+func IsFenceMessage(status string) bool { return strings.Contains(status, fenced) }
 
 // Restarts says what a change of a routed object's agent env redeploys.
 func Restarts(rt Routing) string {

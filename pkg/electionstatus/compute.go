@@ -1,0 +1,345 @@
+package electionstatus
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"gopkg.in/yaml.v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/controllers/rancherenv"
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/inventory"
+	"leasetune.io/leasetune/pkg/plan"
+	"leasetune.io/leasetune/pkg/rancher"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+// Options say what Compute cannot read off the installation.
+type Options struct {
+	// EnvSet reports whether a setting's env var is set on leasetune's pod
+	// (the setting is then read-only); nil: only the objects' source
+	// counts.
+	EnvSet func(settings.Definition) bool
+	// RancherEnv is true when leasetune writes the Rancher Deployment's
+	// env (rancherElection.enabled, --rancher-env).
+	RancherEnv bool
+}
+
+// Compute is the status of an installation: snap as inventory.Read or the
+// leader's caches give it, and triples the settings' state per component
+// (the settings Provider's Status on the leader; settings.Snapshot of the
+// snapshot's Settings and state elsewhere). It is a pure function, and the
+// same inputs give the same status, byte for byte: lists are sorted, so
+// that the leader writes only when something changed.
+func Compute(snap *inventory.Snapshot, triples map[settings.Component]settings.ComponentStatus, opts Options) Status {
+	st := Status{Clusters: []Cluster{}}
+	for _, c := range settings.Components {
+		st.Components = append(st.Components, component(snap, c, triples[c], opts))
+	}
+	st.Fleet = Fleet{Channel: string(snap.Channel), Evidence: snap.Evidence, Processes: snap.FleetLocks()}
+	if snap.Channel != "" {
+		st.Fleet.ChannelExplain = snap.Channel.Explain()
+	}
+	agent := triples[settings.FleetAgent]
+	if agent.HasEffective {
+		ctrl := triples[settings.FleetController]
+		in := fleetsettings.Inputs{Controller: ctrl.Effective, ControllerOK: ctrl.HasEffective,
+			Agent: agent.Effective, AgentOK: true, Channel: snap.Channel}
+		if err := plan.JudgeAgents(snap, in); err != nil {
+			st.Fleet.JudgeProblem = err.Error()
+		}
+	}
+	st.RancherConfig = rancherConfig(snap, triples)
+	st.Rancher = rancherStatus(snap, triples[settings.Rancher], opts)
+	st.Agents, st.Clusters, st.ClustersNotListed = agents(snap, agent)
+	return st
+}
+
+// TripleOf is t as a Triple.
+func TripleOf(t election.Timings) *Triple {
+	f := election.FormatDuration
+	return &Triple{LeaseDuration: f(t.LeaseDuration), RenewDeadline: f(t.RenewDeadline), RetryPeriod: f(t.RetryPeriod)}
+}
+
+var sources = map[settings.Origin]string{settings.OriginDefault: "default", settings.OriginObject: "user",
+	settings.OriginRemembered: "remembered", settings.OriginEnv: "env"}
+
+func component(snap *inventory.Snapshot, c settings.Component, cs settings.ComponentStatus, opts Options) Component {
+	out := Component{Component: string(c), Restarts: c.Restarts()}
+	byName := map[string]*v3.Setting{}
+	for i := range snap.Settings {
+		byName[snap.Settings[i].Name] = &snap.Settings[i]
+	}
+	for i, d := range settings.Of(c) {
+		in := cs.Inputs[i]
+		s := Setting{Name: d.Name, Field: string(d.Field), Default: d.Default, Value: in.Value, Source: sources[in.Origin], EnvVar: d.EnvVar()}
+		if s.Value == "" {
+			s.Value, s.Source = d.Default, "default"
+		}
+		if o := byName[d.Name]; (o != nil && o.Source == v3.SourceEnv) || in.Origin == settings.OriginEnv || (opts.EnvSet != nil && opts.EnvSet(d)) {
+			s.ReadOnly, s.Source = true, "env"
+			s.ReadOnlyReason = fmt.Sprintf("set by the env var %s on leasetune's pod (chart value settingsEnv): change or remove it there", d.EnvVar())
+		}
+		out.Settings = append(out.Settings, s)
+	}
+	if cs.HasEffective {
+		out.InEffect = TripleOf(cs.Effective)
+	}
+	if cs.Pending != nil {
+		out.Pending = TripleOf(*cs.Pending)
+		if !cs.PendingAt.IsZero() {
+			out.SettlesAt = cs.PendingAt.UTC().Format(time.RFC3339)
+		}
+	}
+	if cs.Refused != nil {
+		out.Refused = cs.Refused.Error()
+	}
+	out.Targets = targets(snap, c)
+	return out
+}
+
+// targets are the containers whose env a change of component c's triple
+// writes: every Fleet container of the Fleet target Deployments
+// (CATTLE_ELECTION_*) for fleet-controller; fleet-agentmanagement's
+// FLEET_AGENT_ELECTION_* for fleet-agent, on the agentmanagement channel
+// or where they are already set (fleetsettings.Desired); the rancher
+// container for rancher.
+func targets(snap *inventory.Snapshot, c settings.Component) []Target {
+	var out []Target
+	add := func(d *appsv1.Deployment, ctr corev1.Container, p election.EnvPrefix) {
+		t := Target{Object: "Deployment " + d.Namespace + "/" + d.Name, Container: ctr.Name, Prefix: string(p)}
+		for _, e := range ctr.Env {
+			if p.Owns(e.Name) {
+				t.Env = append(t.Env, envVarOf(e))
+			}
+		}
+		out = append(out, t)
+	}
+	switch c {
+	case settings.FleetController, settings.FleetAgent:
+		for i := range snap.FleetDeployments {
+			d := &snap.FleetDeployments[i]
+			if !fleet.IsTarget(d) {
+				continue
+			}
+			for _, ctr := range d.Spec.Template.Spec.Containers {
+				if !fleet.IsFleetContainer(ctr.Name) {
+					continue
+				}
+				if c == settings.FleetController {
+					add(d, ctr, election.CattlePrefix)
+				} else if ctr.Name == fleet.AgentManagementContainer &&
+					(snap.Channel == fleet.ChannelAgentManagement || owns(ctr.Env, election.FleetAgentPrefix)) {
+					add(d, ctr, election.FleetAgentPrefix)
+				}
+			}
+		}
+	case settings.Rancher:
+		if d := snap.Rancher; d != nil {
+			for _, ctr := range d.Spec.Template.Spec.Containers {
+				if ctr.Name == rancher.Container {
+					add(d, ctr, election.CattlePrefix)
+				}
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		return out[i].Object+" "+out[i].Container < out[j].Object+" "+out[j].Container
+	})
+	return out
+}
+
+func owns(env []corev1.EnvVar, p election.EnvPrefix) bool {
+	for _, e := range env {
+		if p.Owns(e.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+func envVarOf(e corev1.EnvVar) EnvVar {
+	if e.ValueFrom != nil {
+		return EnvVar{Name: e.Name, Value: "(valueFrom)"}
+	}
+	return EnvVar{Name: e.Name, Value: e.Value}
+}
+
+func envVarsOf(env []corev1.EnvVar) []EnvVar {
+	var out []EnvVar
+	for _, e := range env {
+		out = append(out, envVarOf(e))
+	}
+	return out
+}
+
+// rancherConfig reads the leaderElection.* and agent.leaderElection.* keys
+// of rancher-config's fleet values as written, and whether leasetune
+// leaves the ConfigMap alone (fleetsettings.MergeChartValues refuses it).
+func rancherConfig(snap *inventory.Snapshot, triples map[settings.Component]settings.ComponentStatus) RancherConfig {
+	cm := snap.RancherConfig
+	if cm == nil {
+		return RancherConfig{}
+	}
+	out := RancherConfig{Present: true}
+	doc := cm.Data[fleetsettings.RancherConfigKey]
+	ctrl, agent := triples[settings.FleetController], triples[settings.FleetAgent]
+	if _, _, err := fleetsettings.MergeChartValues(doc, ctrl.Effective, ctrl.HasEffective, agent.Effective, agent.HasEffective); err != nil {
+		out.Problem = err.Error()
+	}
+	var values map[string]interface{}
+	if yaml.Unmarshal([]byte(doc), &values) != nil {
+		return out
+	}
+	out.Controller = chartTriple(values, "leaderElection")
+	if ag, ok := values["agent"].(map[string]interface{}); ok {
+		out.Agent = chartTriple(ag, "leaderElection")
+	}
+	return out
+}
+
+// chartTriple is the triple under key of m as written (nil when none of
+// its keys is there; an absent key is "").
+func chartTriple(m map[string]interface{}, key string) *Triple {
+	le, ok := m[key].(map[string]interface{})
+	if !ok {
+		return nil
+	}
+	str := func(k string) (string, bool) {
+		v, ok := le[k]
+		if !ok || v == nil {
+			return "", false
+		}
+		return fmt.Sprint(v), true
+	}
+	var t Triple
+	var any bool
+	for _, f := range []struct {
+		k string
+		p *string
+	}{{"leaseDuration", &t.LeaseDuration}, {"renewDeadline", &t.RenewDeadline}, {"retryPeriod", &t.RetryPeriod}} {
+		if v, ok := str(f.k); ok {
+			*f.p, any = v, true
+		}
+	}
+	if !any {
+		return nil
+	}
+	return &t
+}
+
+func rancherStatus(snap *inventory.Snapshot, cs settings.ComponentStatus, opts Options) Rancher {
+	d := snap.Rancher
+	if d == nil {
+		return Rancher{}
+	}
+	out := Rancher{Present: true, Replicas: snap.RancherReplicas, Managed: opts.RancherEnv,
+		ClusterAgentsRead: snap.RancherVersion.ClusterAgentReadsElectionEnv()}
+	if snap.RancherVersion.Known {
+		out.Version = snap.RancherVersion.String()
+	}
+	for _, ctr := range d.Spec.Template.Spec.Containers {
+		if ctr.Name == rancher.Container {
+			if t, ok := plan.RancherRuns(ctr.Env, snap.RancherVersion); ok {
+				out.Runs = TripleOf(t)
+			}
+		}
+	}
+	dec := rancherenv.Decide(d, rancherenv.Input{Triple: cs.Effective, OK: cs.HasEffective, Version: snap.RancherVersion})
+	if dec.Problem != rancherenv.ProblemNone {
+		out.Problem = fmt.Sprintf("%s: %s", dec.Problem, dec.Reason)
+	}
+	return out
+}
+
+// agents groups the routable clusters and lists those that differ from
+// the global agent triple agent (sorted by name, at most MaxClusters).
+func agents(snap *inventory.Snapshot, agent settings.ComponentStatus) (Agents, []Cluster, int) {
+	out := Agents{Clusters: len(snap.FleetClusters), Groups: []Group{}}
+	groups := map[string]*Group{}
+	var listed []Cluster
+	for _, c := range snap.Clusters {
+		name := c.Fleet.GetNamespace() + "/" + c.Fleet.GetName()
+		if c.Err != nil {
+			out.Unroutable++
+			listed = append(listed, Cluster{Name: name, Problem: "unroutable", Reason: c.Err.Error()})
+			continue
+		}
+		rt := c.Routing
+		facts := agentenv.FactsOf(rt.Target)
+		g := Group{RancherManaged: rt.RancherManaged, Provisioned: rt.Provisioned, ClusterAgentReads: rt.ClusterAgentReads,
+			Entries: envVarsOf(facts.Entries), Record: facts.Record, Malformed: facts.Malformed, Overrides: overridesOf(facts)}
+		if rt.TargetRef.GVR != agentenv.FleetClusterGVR {
+			g.FleetEntries = envVarsOf(agentenv.ClusterEnvOf(c.Fleet).Env)
+		}
+		key, _ := json.Marshal(g)
+		if have, ok := groups[string(key)]; ok {
+			have.Count++
+		} else {
+			g.Count = 1
+			groups[string(key)] = &g
+		}
+		cl := Cluster{Name: name, Source: rt.TargetRef.String(), Overrides: g.Overrides}
+		status := rt.Target.GetAnnotations()[agentenv.StatusAnnotation]
+		if agent.HasEffective && snap.Channel != "" {
+			d := rt.Decide(agent.Effective, snap.Channel)
+			if len(g.Overrides) > 0 && d.Problem != agentenv.ProblemInvalid {
+				cl.Effective = TripleOf(d.Effective)
+			}
+			if d.Elects && d.Runs != agent.Effective {
+				cl.Runs = TripleOf(d.Runs)
+			}
+			if d.Problem != "" {
+				cl.Problem, cl.Reason = string(d.Problem), d.Err.Error()
+			}
+		}
+		if cl.Problem == "" && agentenv.IsFenceMessage(status) {
+			cl.Problem, cl.Reason = string(agentenv.ProblemReverted), status
+		}
+		if len(g.Overrides) > 0 || cl.Runs != nil || cl.Problem != "" || len(rt.Ignored) > 0 {
+			if len(rt.Ignored) > 0 && cl.Reason == "" {
+				cl.Reason = fmt.Sprintf("override annotations on another object of this cluster do not apply: they are read from %s", rt.TargetRef)
+			}
+			listed = append(listed, cl)
+		}
+	}
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out.Groups = append(out.Groups, *groups[k])
+	}
+	sort.Slice(listed, func(i, j int) bool { return listed[i].Name < listed[j].Name })
+	notListed := 0
+	if len(listed) > MaxClusters {
+		notListed = len(listed) - MaxClusters
+		listed = listed[:MaxClusters]
+	}
+	if listed == nil {
+		listed = []Cluster{}
+	}
+	return out, listed, notListed
+}
+
+func overridesOf(f agentenv.SourceFacts) map[string]string {
+	var out map[string]string
+	for i, fld := range election.Fields {
+		if f.Set[i] {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[string(fld)] = f.Overrides[i]
+		}
+	}
+	return out
+}
