@@ -294,3 +294,34 @@ func (c *Controller) resource(r Ref) dynamic.ResourceInterface {
 	}
 	return c.opts.Client.Resource(r.GVR).Namespace(r.Namespace)
 }
+
+// Clusters are the fleet, provisioning and management Clusters as the
+// caches hold them (slim copies: what the controller reads), and the
+// Rancher version the routing follows: for the ElectionStatus, which
+// routes them the same way (Route).
+func (c *Controller) Clusters() (fleets, provs, mgmts []unstructured.Unstructured, rv rancher.Version) {
+	list := func(inf cache.SharedIndexInformer) []unstructured.Unstructured {
+		if inf == nil {
+			return nil
+		}
+		objs := inf.GetStore().List()
+		out := make([]unstructured.Unstructured, 0, len(objs))
+		for _, o := range objs {
+			out = append(out, *o.(*unstructured.Unstructured))
+		}
+		return out
+	}
+	return list(c.fleet), list(c.prov), list(c.mgmt), c.RancherVersion()
+}
+
+// OnClusterChange registers h on the informers of the three cluster kinds
+// (removed with the controller's own handlers where the informer is
+// shared).
+func (c *Controller) OnClusterChange(h cache.ResourceEventHandler) {
+	c.handle(c.fleet, h, c.opts.Fleet != nil)
+	for _, inf := range []cache.SharedIndexInformer{c.prov, c.mgmt} {
+		if inf != nil {
+			c.handle(inf, h, false)
+		}
+	}
+}

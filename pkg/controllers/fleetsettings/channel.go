@@ -66,6 +66,18 @@ func (r *channelRecord) Channel() (fleet.AgentChannel, bool) {
 	return r.channel, r.channel != ""
 }
 
+// Evidence returns the channel in effect, as Channel does, and what decided
+// it: "--fleet-agent-channel" for the flag's override, else the detection's
+// or the record's evidence.
+func (r *channelRecord) Evidence() (fleet.AgentChannel, string, bool) {
+	if r.override != "" {
+		return r.override, "--fleet-agent-channel", true
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.channel, r.evidence, r.channel != ""
+}
+
 // recorded returns the channel recorded so far (not the override).
 func (r *channelRecord) recorded() fleet.AgentChannel {
 	r.mu.RLock()
