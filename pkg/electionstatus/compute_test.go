@@ -35,7 +35,9 @@ func fleetCluster(ns, name string, labels, ann map[string]string, env ...map[str
 	return u
 }
 
-func e(name, value string) map[string]interface{} { return map[string]interface{}{"name": name, "value": value} }
+func e(name, value string) map[string]interface{} {
+	return map[string]interface{}{"name": name, "value": value}
+}
 
 func deployment(ns, name string, replicas int32, containers ...corev1.Container) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
