@@ -29,6 +29,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
@@ -163,7 +164,7 @@ func Compute(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface
 	}
 	for i := range deps.Items {
 		if d := &deps.Items[i]; d.Name == fleet.ControllerDeployment {
-			det := fleet.DetectChannel(d, fleetsettings.FieldManager, recorded)
+			det := fleet.DetectChannel(d, fieldmanager.Leasetune, recorded)
 			r.Channel, r.Evidence = det.Channel, det.Evidence
 		}
 	}
