@@ -107,7 +107,12 @@ func lead(ctx context.Context, lockClient kubernetes.Interface, cfg Config, log 
 		return err
 	}
 	ready.Store(true)
-	runCtx, cancel := context.WithCancel(ctx)
+	// runCtx is le.Run's, and not a child of ctx: le.Run releases the
+	// Lease as soon as its context ends (renew, then release), so it must
+	// end only once the components have stopped, which the goroutine below
+	// waits for (a child of ctx ended with ctx, releasing the Lease while
+	// the components were still stopping).
+	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
 		select {

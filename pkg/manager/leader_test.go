@@ -50,6 +50,7 @@ func TestLeadStopsComponentsBeforeRelease(t *testing.T) {
 	components := func(cctx context.Context) error {
 		close(started)
 		<-cctx.Done()
+		time.Sleep(300 * time.Millisecond) // stopping takes a while: a write finishing
 		holderAtStop.Store(holderOf(t, cs))
 		return nil
 	}
