@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,15 +85,20 @@ func (tf *tripleFlags) apply(inEffect map[settings.Component]election.Timings) (
 	return out, errors.Join(errs...)
 }
 
+// auditOptions are the options of `leasetune audit`.
+type auditOptions struct {
+	top    decimalInt
+	output string
+	tf     tripleFlags
+	kf     kubeFlags
+	ns     string
+	files  []string
+	streams
+}
+
 // newAuditCommand returns `leasetune audit FILE...`.
 func newAuditCommand() *cobra.Command {
-	var (
-		top    = decimalInt{value: 10}
-		output string
-		tf     tripleFlags
-		kf     kubeFlags
-		ns     string
-	)
+	o := &auditOptions{top: decimalInt{value: 10}}
 	cmd := &cobra.Command{
 		Use:   "audit FILE...",
 		Short: "Measure the leader-election traffic in kube-apiserver audit logs",
@@ -118,7 +124,8 @@ shown as inferred. A ConfigMap that is only read is not a lock.
 
 Lines that are not audit events are counted and the first few reported with
 their line numbers. Exit status: 0 done (also for an empty log), 1 a file
-cannot be read or a gzip stream is truncated, 2 bad usage.`,
+cannot be read, a gzip stream is truncated or the Settings cannot be read,
+2 bad usage.`,
 		Example: `  leasetune audit /var/log/kube-audit/audit.log /var/log/kube-audit/audit-*.log.gz
   zcat audit.log.gz | leasetune audit --top 20 -
   leasetune audit --retry-period 10s --output json audit.log`,
@@ -128,63 +135,94 @@ cannot be read or a gzip stream is truncated, 2 bad usage.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return &usageError{fmt.Errorf("--output %q: want text or json", output)}
-			}
-			if top.value < 0 {
-				return &usageError{fmt.Errorf("--top %d must not be negative", top.value)}
-			}
-			inEffect, source, err := inEffectTriples(cmd, &kf, ns)
-			if err != nil {
-				return err
-			}
-			triples, err := tf.apply(inEffect)
-			if err != nil {
-				return &usageError{err}
-			}
-			if tf.given() {
-				source = "flags"
-			}
-			a := audit.NewAnalyzer()
-			for _, name := range args {
-				if err := readLog(a, name, cmd.InOrStdin()); err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "error: %v\n", err)
-					return &exitError{code: exitInvalid}
-				}
-			}
-			r := a.Report(top.value)
-			r.Project(triples, source)
-			if output == "json" {
-				b, err := json.MarshalIndent(r, "", "  ")
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
-				return err
-			}
-			return printAudit(cmd.OutOrStdout(), r)
-		},
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
-	f.Var(&top, "top", "number of request URIs to list")
-	f.StringVarP(&output, "output", "o", "text", "text or json")
-	tf.add(cmd)
-	f.StringVar(&kf.kubeconfig, "kubeconfig", "", "read the triples in effect from this cluster's Settings (default: the settings' defaults, 30s/25s/10s for Fleet, 45s/30s/2s for Rancher)")
-	f.StringVar(&ns, "namespace", defaultNamespace(), "leasetune's namespace (its state ConfigMap), with --kubeconfig")
+	f.Var(&o.top, "top", "number of request URIs to list")
+	f.StringVarP(&o.output, "output", "o", "text", "text or json")
+	o.tf.add(cmd)
+	f.StringVar(&o.kf.kubeconfig, "kubeconfig", "", "read the triples in effect from this cluster's Settings (default: the settings' defaults, 30s/25s/10s for Fleet, 45s/30s/2s for Rancher)")
+	f.StringVar(&o.ns, "namespace", defaultNamespace(), "leasetune's namespace (its state ConfigMap), with --kubeconfig")
 	return cmd
 }
 
-func readLog(a *audit.Analyzer, name string, stdin io.Reader) error {
+// Complete takes the files to read.
+func (o *auditOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.streams = streamsOf(cmd)
+	o.files = args
+	return nil
+}
+
+// Validate checks --output and --top.
+func (o *auditOptions) Validate() error {
+	if err := validOutput(o.output); err != nil {
+		return err
+	}
+	if o.top.value < 0 {
+		return fmt.Errorf("--top %d must not be negative", o.top.value)
+	}
+	return nil
+}
+
+// Run reads the triples in effect (and puts the flags' fields in: a
+// triple that is then invalid is a usage error), reads the logs and prints
+// the report.
+func (o *auditOptions) Run(ctx context.Context) error {
+	inEffect, source, err := inEffectTriples(ctx, &o.kf, o.ns)
+	if err != nil {
+		return err
+	}
+	triples, err := o.tf.apply(inEffect)
+	if err != nil {
+		return &usageError{err}
+	}
+	if o.tf.given() {
+		source = "flags"
+	}
+	a := audit.NewAnalyzer()
+	for _, name := range o.files {
+		if err := readLog(ctx, a, name, o.in); err != nil {
+			return err
+		}
+	}
+	r := a.Report(o.top.value)
+	r.Project(triples, source)
+	if o.output == "json" {
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(o.out, "%s\n", b)
+		return err
+	}
+	return printAudit(o.out, r)
+}
+
+// readLog reads the log name (- for stdin) into a, until ctx ends.
+func readLog(ctx context.Context, a *audit.Analyzer, name string, stdin io.Reader) error {
 	if name == "-" {
-		return a.Read("stdin", stdin)
+		return a.Read("stdin", ctxReader{ctx, stdin})
 	}
 	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return a.Read(name, f)
+	return a.Read(name, ctxReader{ctx, f})
+}
+
+// ctxReader reads r until ctx ends, then fails with ctx's error, so that
+// SIGINT ends the reading of a long log.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // printAudit prints the report as text.

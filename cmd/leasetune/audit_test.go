@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -38,23 +39,12 @@ func sampleLog(t *testing.T, gz bool) string {
 	return p
 }
 
+// runCmd runs the command line args with stdin as its input and returns
+// the exit code, stdout and stderr.
 func runCmd(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
-	// The commands read stdin from os.Stdin (cobra's InOrStdin).
-	in := filepath.Join(t.TempDir(), "stdin")
-	if err := os.WriteFile(in, []byte(stdin), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	saved := os.Stdin
-	os.Stdin = f
-	defer func() { os.Stdin = saved }()
 	var out, errb bytes.Buffer
-	code := run(args, &out, &errb)
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
 	return code, out.String(), errb.String()
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,13 +14,21 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 )
 
+// checkOptions are the options of `leasetune check`.
+type checkOptions struct {
+	lease, renew, retry onceString
+	followers           decimalInt
+	timings             election.Timings // from the three duration flags (Complete)
+	errs                []error          // what Complete could not read
+	streams
+}
+
 // newCheckCommand returns `leasetune check`: it validates a timing triple
 // with election.Timings.Validate and prints its cost (election.CostOf).
 // Exit 0: valid; 1: invalid, one line per broken rule on stderr; 2: a flag
 // is missing or does not parse.
 func newCheckCommand() *cobra.Command {
-	var lease, renew, retry onceString
-	followers := decimalInt{value: 1}
+	o := &checkOptions{followers: decimalInt{value: 1}}
 	cmd := &cobra.Command{
 		Use:   "check --lease-duration D --renew-deadline D --retry-period D",
 		Short: "Validate a leader-election timing triple and print its cost",
@@ -43,38 +52,53 @@ Exit status: 0 valid, 1 invalid (one line per broken rule), 2 bad usage.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var t election.Timings
-			var errs []error
-			for i, v := range []struct{ flag, value string }{
-				{"lease-duration", lease.value}, {"renew-deadline", renew.value}, {"retry-period", retry.value},
-			} {
-				if !cmd.Flags().Changed(v.flag) {
-					errs = append(errs, fmt.Errorf("flag --%s is required", v.flag))
-					continue
-				}
-				d, err := election.ParseDuration(election.Fields[i], v.value)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("flag --%s: %w", v.flag, err))
-					continue
-				}
-				t = t.With(election.Fields[i], d)
-			}
-			if followers.value < 0 {
-				errs = append(errs, fmt.Errorf("flag --followers %d must not be negative", followers.value))
-			}
-			if len(errs) > 0 {
-				return &usageError{errors.Join(errs...)}
-			}
-			return check(cmd.OutOrStdout(), cmd.ErrOrStderr(), t, followers.value)
-		},
+		RunE: runOptions(o),
 	}
 	f := cmd.Flags()
-	f.Var(&lease, "lease-duration", "leaseDuration, e.g. 30s")
-	f.Var(&renew, "renew-deadline", "renewDeadline, e.g. 25s")
-	f.Var(&retry, "retry-period", "retryPeriod, e.g. 10s")
-	f.Var(&followers, "followers", "number of followers (candidates that are not the leader) per lock")
+	f.Var(&o.lease, "lease-duration", "leaseDuration, e.g. 30s")
+	f.Var(&o.renew, "renew-deadline", "renewDeadline, e.g. 25s")
+	f.Var(&o.retry, "retry-period", "retryPeriod, e.g. 10s")
+	f.Var(&o.followers, "followers", "number of followers (candidates that are not the leader) per lock")
 	return cmd
+}
+
+// Complete parses the three durations into the triple; what is missing or
+// does not parse is kept for Validate, so that every flag at fault is named
+// at once.
+func (o *checkOptions) Complete(cmd *cobra.Command, _ []string) error {
+	o.streams = streamsOf(cmd)
+	for i, v := range []struct {
+		flag string
+		f    onceString
+	}{{"lease-duration", o.lease}, {"renew-deadline", o.renew}, {"retry-period", o.retry}} {
+		if !v.f.set {
+			o.errs = append(o.errs, fmt.Errorf("flag --%s is required", v.flag))
+			continue
+		}
+		d, err := election.ParseDuration(election.Fields[i], v.f.value)
+		if err != nil {
+			o.errs = append(o.errs, fmt.Errorf("flag --%s: %w", v.flag, err))
+			continue
+		}
+		o.timings = o.timings.With(election.Fields[i], d)
+	}
+	return nil
+}
+
+// Validate reports the flags Complete could not read and a negative
+// --followers, all together. (An invalid triple is no usage error: Run
+// says why, exit 1.)
+func (o *checkOptions) Validate() error {
+	errs := o.errs
+	if o.followers.value < 0 {
+		errs = append(errs, fmt.Errorf("flag --followers %d must not be negative", o.followers.value))
+	}
+	return errors.Join(errs...)
+}
+
+// Run validates the triple and prints its cost (check).
+func (o *checkOptions) Run(context.Context) error {
+	return check(o.out, o.errOut, o.timings, o.followers.value)
 }
 
 // check validates t and prints either its cost to stdout or one line per
@@ -89,7 +113,7 @@ func check(stdout, stderr io.Writer, t election.Timings, followers int) error {
 		for _, v := range verr.Violations {
 			fmt.Fprintf(stderr, "  %s\n", v.Message)
 		}
-		return &exitError{code: exitInvalid}
+		return &exitError{code: exitFailed}
 	}
 	fmt.Fprintf(stdout, "valid: %s\n", t)
 	fmt.Fprintf(stdout, "lock requests per hour, 1 leader + %d follower(s):\n", followers)

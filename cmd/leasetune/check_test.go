@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 )
@@ -147,7 +148,7 @@ func TestCheck(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := run(c.args, &out, &errOut)
+			code := run(context.Background(), c.args, strings.NewReader(""), &out, &errOut)
 			if code != c.code {
 				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.code, &out, &errOut)
 			}

@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -64,19 +63,24 @@ func defaultNamespace() string {
 	return "leasetune-system"
 }
 
+// controllerOptions are the options of `leasetune controller`.
+type controllerOptions struct {
+	kf                  kubeFlags
+	cfg                 manager.Config
+	channel             string
+	rancherVersion      string
+	logFormat, logLevel string
+	noLeaderElection    bool
+	serviceAccount      string
+	uiUpstream          string
+
+	log *slog.Logger // from logFormat and logLevel (Complete)
+}
+
 // newControllerCommand returns `leasetune controller`: the settings
 // provider and both controllers, behind leader election.
 func newControllerCommand() *cobra.Command {
-	var (
-		kf                  kubeFlags
-		cfg                 manager.Config
-		channel             string
-		rancherVersion      string
-		logFormat, logLevel string
-		noLeaderElection    bool
-		serviceAccount      string
-		uiUpstream          string
-	)
+	o := &controllerOptions{}
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the settings provider and the controllers that propagate the timings",
@@ -88,63 +92,28 @@ _RETRY_PERIOD, validated like the settings (default 30s/25s/10s). SIGTERM or
 SIGINT stops it gracefully: the controllers stop, the Lease is released, and
 it exits 0.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(logFormat, logLevel)
-			if err != nil {
-				return err
-			}
-			if cfg.RancherVersion, err = parseRancherVersion(rancherVersion); err != nil {
-				return err
-			}
-			if channel != "auto" {
-				ch, err := fleet.ParseChannel(channel)
-				if err != nil {
-					return &usageError{fmt.Errorf("--fleet-agent-channel: %w", err)}
-				}
-				cfg.ChannelOverride = ch
-			}
-			cfg.LeaderElection = !noLeaderElection
-			cfg.ServiceAccount = "system:serviceaccount:" + cfg.Namespace + ":" + serviceAccount
-			if cfg.Identity == "" {
-				cfg.Identity = manager.DefaultIdentity()
-			}
-			if cfg.Timings, err = manager.TimingsFromEnv(os.Environ()); err != nil {
-				log.Error("refusing to start", "error", err.Error())
-				return &exitError{code: exitInvalid}
-			}
-			rc, err := kf.restConfig()
-			if err != nil {
-				return err
-			}
-			cfg.QPS, cfg.Burst = kf.qps, kf.burst
-			if cfg.UI.API, err = newUIAPI(rc, cfg, uiUpstream); err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-			defer stop()
-			log.Info("starting", "namespace", cfg.Namespace, "fleetNamespace", cfg.FleetNamespace,
-				"identity", cfg.Identity, "leaderElection", cfg.LeaderElection)
-			if err := manager.Run(ctx, rc, cfg, log); err != nil {
-				log.Error("stopped", "error", err.Error())
-				return &exitError{code: exitInvalid}
-			}
-			return nil
-		},
+		RunE: runOptions(o),
 	}
-	kf.add(cmd)
+	o.addFlags(cmd)
+	return cmd
+}
+
+func (o *controllerOptions) addFlags(cmd *cobra.Command) {
+	o.kf.add(cmd)
+	cfg := &o.cfg
 	f := cmd.Flags()
 	f.StringVar(&cfg.Namespace, "namespace", defaultNamespace(), "the project's namespace: its Lease and state ConfigMaps ($POD_NAMESPACE when set)")
 	f.StringVar(&cfg.FleetNamespace, "fleet-namespace", fleet.DefaultNamespace, "the Fleet system namespace")
 	f.StringVar(&cfg.RancherNamespace, "rancher-namespace", "cattle-system", "the namespace of Rancher's rancher-config ConfigMap")
-	f.StringVar(&channel, "fleet-agent-channel", "auto", "how fleet-agents get their timings: auto (detect), agentmanagement (Fleet v0.13+), fixed-v0.12, cluster-env-v0.9 (v0.9.1+), fixed-v0.9.0, none (v0.10-v0.11)")
+	f.StringVar(&o.channel, "fleet-agent-channel", "auto", "how fleet-agents get their timings: auto (detect), agentmanagement (Fleet v0.13+), fixed-v0.12, cluster-env-v0.9 (v0.9.1+), fixed-v0.9.0, none (v0.10-v0.11)")
 	f.DurationVar(&cfg.Settle, "settle", settings.DefaultSettle, "how long a component's three settings must be unchanged before a new triple takes effect, so that editing them one after another rolls once (0: at once)")
 	f.StringVar(&cfg.RancherDeployment, "rancher-deployment", rancher.DefaultDeployment, "the Rancher Deployment in --rancher-namespace: its image tag tells the Rancher version, and its rancher container gets the rancher-leader-election-* timings")
-	f.StringVar(&rancherVersion, "rancher-version", "auto", "the Rancher version (vX.Y.Z), instead of reading it from the Rancher Deployment's image: it decides which cluster object is the source of an imported cluster's agent env")
+	f.StringVar(&o.rancherVersion, "rancher-version", "auto", "the Rancher version (vX.Y.Z), instead of reading it from the Rancher Deployment's image: it decides which cluster object is the source of an imported cluster's agent env")
 	f.BoolVar(&cfg.RancherEnv, "rancher-env", true, "keep CATTLE_ELECTION_* of the Rancher Deployment's rancher container on the rancher-leader-election-* settings (its lock kube-system/cattle-controllers; Rancher 2.8.3+; a change rolls every Rancher replica); false: leave it alone")
 	f.BoolVar(&cfg.InstallCRDs, "install-crds", true, "create the Setting CRD when it is missing (never replaces Rancher's)")
 	f.IntVar(&cfg.Workers, "workers", 4, "concurrent cluster syncs")
 	f.Float64Var(&cfg.AgentRolloutPerMinute, "agent-rollout-per-minute", 0, "at most this many cluster agent-env writes a minute, to spread agent restarts (0: unpaced)")
-	f.BoolVar(&noLeaderElection, "no-leader-election", false, "run without a Lease (one replica only)")
+	f.BoolVar(&o.noLeaderElection, "no-leader-election", false, "run without a Lease (one replica only)")
 	f.StringVar(&cfg.LeaseName, "lease-name", "leasetune", "name of the Lease")
 	f.StringVar(&cfg.Identity, "identity", "", "this replica's identity in the Lease (default: $POD_NAME or the host name, with the pid)")
 	f.StringVar(&cfg.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty: off)")
@@ -153,15 +122,77 @@ it exits 0.`,
 	f.StringVar(&cfg.WebhookService, "webhook-service", "leasetune-webhook", "the Service in front of --webhook-addr (named in the serving certificate)")
 	f.StringSliceVar(&cfg.WebhookHosts, "webhook-host", nil, "more DNS names or IPs for the serving certificate (repeatable)")
 	f.StringVar(&cfg.WebhookConfigName, "webhook-config", "leasetune", "the ValidatingWebhookConfiguration whose caBundle leasetune keeps current")
-	f.StringVar(&serviceAccount, "service-account", "leasetune", "leasetune's own service account (in --namespace), whose writes the webhook never refuses")
+	f.StringVar(&o.serviceAccount, "service-account", "leasetune", "leasetune's own service account (in --namespace), whose writes the webhook never refuses")
 	f.StringVar(&cfg.UI.Addr, "ui-addr", "", "plain-HTTP address serving the Rancher UI extension's bundle at /uiplugin/leasetune/<version>/, where Rancher fetches it (empty: off; the chart sets :8082)")
 	f.BoolVar(&cfg.UI.Plugin, "ui-plugin", true, "with --ui-addr, keep the UIPlugin cattle-ui-plugin-system/leasetune pointing at it while the UIPlugin CRD exists (a Rancher installation)")
 	f.StringVar(&cfg.UI.Endpoint, "ui-endpoint", "", "the base URL Rancher reaches --ui-addr at (default http://<--ui-service>.<--namespace>.svc)")
 	f.StringVar(&cfg.UI.Service, "ui-service", "leasetune-ui", "the Service in front of --ui-addr, for the default --ui-endpoint")
-	f.StringVar(&uiUpstream, "ui-api-upstream", "", "where the UI page's API uses a token that comes through Rancher's proxy (X-Leasetune-Token): a Rancher token, so Rancher's local-cluster API, e.g. http://rancher.cattle-system.svc/k8s/clusters/local (empty: the kube-apiserver)")
-	f.StringVar(&logFormat, "log-format", "json", "json or text")
-	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	return cmd
+	f.StringVar(&o.uiUpstream, "ui-api-upstream", "", "where the UI page's API uses a token that comes through Rancher's proxy (X-Leasetune-Token): a Rancher token, so Rancher's local-cluster API, e.g. http://rancher.cattle-system.svc/k8s/clusters/local (empty: the kube-apiserver)")
+	f.StringVar(&o.logFormat, "log-format", "json", "json or text")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+// Complete makes the logger (routing the libraries' logs into it), parses
+// --rancher-version and --fleet-agent-channel, and reads the controller's
+// own lock triple from CATTLE_ELECTION_* (an invalid one is logged and
+// exits 1: it is the environment's, not a flag's).
+func (o *controllerOptions) Complete(_ *cobra.Command, _ []string) error {
+	var err error
+	if o.log, err = newLogger(o.logFormat, o.logLevel); err != nil {
+		return err
+	}
+	cfg := &o.cfg
+	if cfg.RancherVersion, err = parseRancherVersion(o.rancherVersion); err != nil {
+		return err
+	}
+	if o.channel != "auto" {
+		ch, err := fleet.ParseChannel(o.channel)
+		if err != nil {
+			return &usageError{fmt.Errorf("--fleet-agent-channel: %w", err)}
+		}
+		cfg.ChannelOverride = ch
+	}
+	cfg.LeaderElection = !o.noLeaderElection
+	cfg.ServiceAccount = "system:serviceaccount:" + cfg.Namespace + ":" + o.serviceAccount
+	if cfg.Identity == "" {
+		cfg.Identity = manager.DefaultIdentity()
+	}
+	if cfg.Timings, err = manager.TimingsFromEnv(os.Environ()); err != nil {
+		o.log.Error("refusing to start", "error", err.Error())
+		return &exitError{code: exitFailed}
+	}
+	cfg.QPS, cfg.Burst = o.kf.qps, o.kf.burst
+	return nil
+}
+
+// Validate checks --ui-api-upstream: empty, or an http or https URL.
+func (o *controllerOptions) Validate() error {
+	if o.uiUpstream == "" {
+		return nil
+	}
+	u, err := url.Parse(o.uiUpstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--ui-api-upstream %q: want an http or https URL such as http://rancher.cattle-system.svc/k8s/clusters/local", o.uiUpstream)
+	}
+	return nil
+}
+
+// Run runs manager.Run until ctx ends (exit 0) or it fails (logged, exit
+// 1).
+func (o *controllerOptions) Run(ctx context.Context) error {
+	rc, err := o.kf.restConfig()
+	if err != nil {
+		return err
+	}
+	cfg := o.cfg
+	cfg.UI.API = newUIAPI(rc, cfg, o.uiUpstream)
+	o.log.Info("starting", "namespace", cfg.Namespace, "fleetNamespace", cfg.FleetNamespace,
+		"identity", cfg.Identity, "leaderElection", cfg.LeaderElection)
+	if err := manager.Run(ctx, rc, cfg, o.log); err != nil {
+		o.log.Error("stopped", "error", err.Error())
+		return &exitError{code: exitFailed}
+	}
+	return nil
 }
 
 // parseRancherVersion reads --rancher-version: "auto" (detect) or vX.Y.Z.
@@ -178,19 +209,16 @@ func parseRancherVersion(s string) (rancher.Version, error) {
 
 // newUIAPI is the Rancher UI page's API (pkg/uiapi) for `controller`: it
 // acts with each caller's token against rc's kube-apiserver, or, for a
-// token that came through Rancher's proxy, against upstream (a URL; empty:
-// rc's). Env-sourced settings are read-only as the webhook treats them.
-func newUIAPI(rc *rest.Config, cfg manager.Config, upstream string) (*uiapi.Server, error) {
+// token that came through Rancher's proxy, against upstream (a URL that
+// Validate accepted; empty: rc's). Env-sourced settings are read-only as
+// the webhook treats them.
+func newUIAPI(rc *rest.Config, cfg manager.Config, upstream string) *uiapi.Server {
 	s := &uiapi.Server{Base: rc, Plan: plan.Options{
 		Namespace: cfg.Namespace, FleetNamespace: cfg.FleetNamespace, RancherNamespace: cfg.RancherNamespace,
 		ChannelOverride: cfg.ChannelOverride, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
 	}, EnvSet: func(d settings.Definition) bool { _, ok := os.LookupEnv(d.EnvVar()); return ok }}
 	if upstream != "" {
-		u, err := url.Parse(upstream)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, &usageError{fmt.Errorf("--ui-api-upstream %q: want an http or https URL such as http://rancher.cattle-system.svc/k8s/clusters/local", upstream)}
-		}
 		s.Upstream = &rest.Config{Host: upstream}
 	}
-	return s, nil
+	return s
 }

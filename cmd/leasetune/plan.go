@@ -36,18 +36,25 @@ func (p *planFlags) add(cmd *cobra.Command) {
 	f.StringVar(&p.rancherVersion, "rancher-version", "auto", "as for controller")
 }
 
-func (p *planFlags) clients() (kubernetes.Interface, dynamic.Interface, error) {
+// complete parses --rancher-version and --fleet-agent-channel into opts.
+func (p *planFlags) complete() error {
 	var err error
 	if p.opts.RancherVersion, err = parseRancherVersion(p.rancherVersion); err != nil {
-		return nil, nil, err
+		return err
 	}
 	if p.channel != "auto" {
 		ch, err := fleet.ParseChannel(p.channel)
 		if err != nil {
-			return nil, nil, &usageError{fmt.Errorf("--fleet-agent-channel: %w", err)}
+			return &usageError{fmt.Errorf("--fleet-agent-channel: %w", err)}
 		}
 		p.opts.ChannelOverride = ch
 	}
+	return nil
+}
+
+// clients returns the clients of the kubeconfig (a usageError when there
+// is no usable one).
+func (p *planFlags) clients() (kubernetes.Interface, dynamic.Interface, error) {
 	rc, err := p.kf.restConfig()
 	if err != nil {
 		return nil, nil, err
@@ -60,11 +67,17 @@ func (p *planFlags) clients() (kubernetes.Interface, dynamic.Interface, error) {
 	return cs, dyn, err
 }
 
+// planOptions are the options of `leasetune plan`.
+type planOptions struct {
+	pf     planFlags
+	set    []string
+	output string
+	streams
+}
+
 // newPlanCommand returns `leasetune plan`.
 func newPlanCommand() *cobra.Command {
-	var pf planFlags
-	var set []string
-	var output string
+	o := &planOptions{}
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Print every write the controller would make now, or after --set, and which agents would restart, without writing",
@@ -73,47 +86,71 @@ with the totals and the lock requests per hour, without writing anything.
 With --set NAME=VALUE (repeatable, applied in order, each checked as the
 webhook checks it), print what that proposed change would write and restart.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return &usageError{fmt.Errorf("--output %q: want text or json", output)}
-			}
-			for _, a := range set {
-				as, err := plan.ParseAssignment(a)
-				if err != nil {
-					return &usageError{fmt.Errorf("--set %w", err)}
-				}
-				pf.opts.Set = append(pf.opts.Set, as)
-			}
-			cs, dyn, err := pf.clients()
-			if err != nil {
-				return err
-			}
-			r, err := plan.Compute(context.Background(), cs, dyn, pf.opts)
-			if err != nil {
-				return err
-			}
-			if output == "json" {
-				b, err := r.JSON()
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
-				return err
-			}
-			r.Print(cmd.OutOrStdout())
-			return nil
-		},
+		RunE: runOptions(o),
 	}
-	pf.add(cmd)
-	cmd.Flags().StringArrayVar(&set, "set", nil, "a proposed setting value NAME=VALUE (repeatable, applied in order)")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	o.pf.add(cmd)
+	cmd.Flags().StringArrayVar(&o.set, "set", nil, "a proposed setting value NAME=VALUE (repeatable, applied in order)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "text or json")
 	return cmd
+}
+
+// Complete parses --set, --rancher-version and --fleet-agent-channel.
+func (o *planOptions) Complete(cmd *cobra.Command, _ []string) error {
+	o.streams = streamsOf(cmd)
+	for _, a := range o.set {
+		as, err := plan.ParseAssignment(a)
+		if err != nil {
+			return fmt.Errorf("--set %w", err)
+		}
+		o.pf.opts.Set = append(o.pf.opts.Set, as)
+	}
+	return o.pf.complete()
+}
+
+// Validate checks --output.
+func (o *planOptions) Validate() error { return validOutput(o.output) }
+
+// Run reads the installation, computes the plan (plan.Compute) and prints
+// it.
+func (o *planOptions) Run(ctx context.Context) error {
+	cs, dyn, err := o.pf.clients()
+	if err != nil {
+		return err
+	}
+	r, err := plan.Compute(ctx, cs, dyn, o.pf.opts)
+	if err != nil {
+		return err
+	}
+	if o.output == "json" {
+		b, err := r.JSON()
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(o.out, string(b))
+		return err
+	}
+	r.Print(o.out)
+	return nil
+}
+
+// validOutput checks an --output value: text or json.
+func validOutput(output string) error {
+	if output != "text" && output != "json" {
+		return fmt.Errorf("--output %q: want text or json", output)
+	}
+	return nil
+}
+
+// cleanupOptions are the options of `leasetune cleanup`.
+type cleanupOptions struct {
+	pf         planFlags
+	yes, force bool
+	streams
 }
 
 // newCleanupCommand returns `leasetune cleanup`.
 func newCleanupCommand() *cobra.Command {
-	var pf planFlags
-	var yes, force bool
+	o := &cleanupOptions{}
 	cmd := &cobra.Command{
 		Use:   "cleanup",
 		Short: "Remove the cluster agent env entries and the state leasetune wrote (lists first; --yes to do it)",
@@ -124,53 +161,65 @@ Stop the controller first (uninstall the chart), or it writes them again. The
 Fleet Deployments, rancher-config and the Rancher Deployment keep their values:
 see the listing.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cs, dyn, err := pf.clients()
-			if err != nil {
-				return err
-			}
-			ctx := context.Background()
-			r, err := plan.Compute(ctx, cs, dyn, pf.opts)
-			if err != nil {
-				return err
-			}
-			c, err := r.Cleanup(ctx, cs, pf.opts)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if yes && !force {
-				if holder, held := leaseHeld(ctx, cs, pf.opts.Namespace); held {
-					fmt.Fprintf(cmd.ErrOrStderr(), "cleanup refused: %s holds leasetune's Lease %s/leasetune, so a controller is running and would write everything again at once; uninstall the chart (or stop the controller) first, or pass --force\n", holder, pf.opts.Namespace)
-					return &exitError{code: exitInvalid}
-				}
-			}
-			// The Rancher UI extension's UIPlugin (pkg/uiplugin), when it is leasetune's.
-			ui, err := uiplugin.Find(ctx, dyn, uiplugin.Name)
-			if err != nil {
-				return err
-			}
-			if !yes {
-				c.Print(out, false)
-				printUIPlugin(out, ui, false)
-				fmt.Fprintln(out, "\nNothing was removed: run again with --yes to remove the above.")
-				return nil
-			}
-			if err := c.Apply(ctx, cs, dyn, pf.opts); err != nil {
-				return err
-			}
-			if err := uiplugin.Remove(ctx, dyn, ui, uiplugin.Name); err != nil {
-				return err
-			}
-			c.Print(out, true)
-			printUIPlugin(out, ui, true)
-			return nil
-		},
+		RunE: runOptions(o),
 	}
-	pf.add(cmd)
-	cmd.Flags().BoolVar(&yes, "yes", false, "remove, after listing")
-	cmd.Flags().BoolVar(&force, "force", false, "with --yes: remove even while a controller holds leasetune's Lease")
+	o.pf.add(cmd)
+	cmd.Flags().BoolVar(&o.yes, "yes", false, "remove, after listing")
+	cmd.Flags().BoolVar(&o.force, "force", false, "with --yes: remove even while a controller holds leasetune's Lease")
 	return cmd
+}
+
+// Complete parses --rancher-version and --fleet-agent-channel.
+func (o *cleanupOptions) Complete(cmd *cobra.Command, _ []string) error {
+	o.streams = streamsOf(cmd)
+	return o.pf.complete()
+}
+
+// Validate accepts every combination: --force without --yes lists, as
+// without it.
+func (o *cleanupOptions) Validate() error { return nil }
+
+// Run lists what leasetune wrote and, with --yes, removes it, unless a
+// controller holds the Lease (exit 1) and --force is not given.
+func (o *cleanupOptions) Run(ctx context.Context) error {
+	cs, dyn, err := o.pf.clients()
+	if err != nil {
+		return err
+	}
+	r, err := plan.Compute(ctx, cs, dyn, o.pf.opts)
+	if err != nil {
+		return err
+	}
+	c, err := r.Cleanup(ctx, cs, o.pf.opts)
+	if err != nil {
+		return err
+	}
+	if o.yes && !o.force {
+		if holder, held := leaseHeld(ctx, cs, o.pf.opts.Namespace); held {
+			fmt.Fprintf(o.errOut, "cleanup refused: %s holds leasetune's Lease %s/leasetune, so a controller is running and would write everything again at once; uninstall the chart (or stop the controller) first, or pass --force\n", holder, o.pf.opts.Namespace)
+			return &exitError{code: exitFailed}
+		}
+	}
+	// The Rancher UI extension's UIPlugin (pkg/uiplugin), when it is leasetune's.
+	ui, err := uiplugin.Find(ctx, dyn, uiplugin.Name)
+	if err != nil {
+		return err
+	}
+	if !o.yes {
+		c.Print(o.out, false)
+		printUIPlugin(o.out, ui, false)
+		fmt.Fprintln(o.out, "\nNothing was removed: run again with --yes to remove the above.")
+		return nil
+	}
+	if err := c.Apply(ctx, cs, dyn, o.pf.opts); err != nil {
+		return err
+	}
+	if err := uiplugin.Remove(ctx, dyn, ui, uiplugin.Name); err != nil {
+		return err
+	}
+	c.Print(o.out, true)
+	printUIPlugin(o.out, ui, true)
+	return nil
 }
 
 // leaseHeld reports whether leasetune's Lease in ns is held by someone now:

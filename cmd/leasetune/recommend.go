@@ -20,23 +20,33 @@ import (
 	"leasetune.io/leasetune/pkg/settings"
 )
 
+// recommendOptions are the options of `leasetune recommend`.
+type recommendOptions struct {
+	maxFailover     onceString
+	attempts        decimalInt
+	followers       decimalInt
+	clusters        decimalInt
+	controllerLocks decimalInt
+	alternatives    decimalInt
+	v030            bool
+	output          string
+	kf              kubeFlags
+	ns              string
+	rancherReplicas decimalInt
+	rancherNS       string
+	rancherDep      string
+
+	target recommend.Target // from the flags (Complete)
+	streams
+}
+
 // newRecommendCommand returns `leasetune recommend`.
 func newRecommendCommand() *cobra.Command {
-	var (
-		maxFailover     onceString
-		attempts        = decimalInt{value: election.MinRenewAttempts}
-		followers       decimalInt
-		clusters        decimalInt
-		controllerLocks = decimalInt{value: recommend.DefaultControllerLocks}
-		alternatives    = decimalInt{value: 5}
-		v030            bool
-		output          string
-		kf              kubeFlags
-		ns              string
-		rancherReplicas decimalInt
-		rancherNS       string
-		rancherDep      string
-	)
+	o := &recommendOptions{
+		attempts:        decimalInt{value: election.MinRenewAttempts},
+		controllerLocks: decimalInt{value: recommend.DefaultControllerLocks},
+		alternatives:    decimalInt{value: 5},
+	}
 	cmd := &cobra.Command{
 		Use:   "recommend --max-failover D [--min-renew-attempts N] [--followers N] [--clusters N]",
 		Short: "Recommend the cheapest valid triple whose worst-case failover stays within a bound",
@@ -60,76 +70,91 @@ unless --rancher-replicas says; without, Rancher's lock is counted only
 when --rancher-replicas is given.
 
 Every triple printed passes 'leasetune check'. Exit status: 0, 1 no valid
-triple meets the target, 2 bad usage.`,
+triple meets the target or the cluster cannot be read, 2 bad usage.`,
 		Example: "  leasetune recommend --max-failover 60s --clusters 500",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !maxFailover.set {
-				return &usageError{errors.New("flag --max-failover is required")}
-			}
-			d, err := time.ParseDuration(maxFailover.value)
-			if err != nil {
-				return &usageError{fmt.Errorf("flag --max-failover: %w", err)}
-			}
-			if output != "text" && output != "json" {
-				return &usageError{fmt.Errorf("--output %q: want text or json", output)}
-			}
-			if clusters.value < 0 || controllerLocks.value < 0 || alternatives.value < 0 || rancherReplicas.value < 0 {
-				return &usageError{errors.New("--clusters, --controller-locks, --rancher-replicas and --alternatives must not be negative")}
-			}
-			target := recommend.Target{MaxFailover: d, MinRenewAttempts: attempts.value, Followers: followers.value}
-			if v030 {
-				target.Behaviour = election.LeaderOnlyUpdates
-			}
-			if err := target.Check(); err != nil {
-				return &usageError{err}
-			}
-			best, err := recommend.Best(target)
-			if errors.Is(err, recommend.ErrUnreachable) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%v\n", err)
-				return &exitError{code: exitInvalid}
-			}
-			if err != nil {
-				return err
-			}
-			res := recommendation{target: target, best: best, curve: recommend.Curve(best, target, alternatives.value)}
-			if clusters.set {
-				in := recommend.Installation{Clusters: clusters.value, ControllerLocks: controllerLocks.value, Followers: followers.value,
-					RancherReplicas: rancherReplicas.value, Behaviour: target.Behaviour}
-				opts := inventory.Options{Namespace: ns, RancherNamespace: rancherNS, RancherDeployment: rancherDep, Parts: inventory.Settings | inventory.State}
-				if !rancherReplicas.set {
-					opts.Parts |= inventory.RancherDeployment
-				}
-				var snap *inventory.Snapshot
-				if res.current, res.source, snap, err = readInEffect(cmd, &kf, opts); err != nil {
-					return err
-				}
-				if snap != nil && !rancherReplicas.set {
-					in.RancherReplicas = snap.RancherReplicas // 0 without a Rancher Deployment: its lock is left out
-				}
-				res.installation = &in
-			}
-			if output == "json" {
-				return res.json(cmd.OutOrStdout())
-			}
-			return res.text(cmd.OutOrStdout())
-		},
+		RunE:    runOptions(o),
 	}
 	f := cmd.Flags()
-	f.Var(&maxFailover, "max-failover", "the longest worst-case failover allowed, e.g. 60s")
-	f.Var(&attempts, "min-renew-attempts", "the least renewDeadline / retryPeriod (at least 2)")
-	f.Var(&followers, "followers", "followers (candidates that are not the leader) per lock, for the request counts")
-	f.Var(&clusters, "clusters", "downstream clusters (one fleet-agent lock each): print the installation's lock requests per hour")
-	f.Var(&controllerLocks, "controller-locks", "Fleet controller locks (Fleet v0.14: fleet-controller, agentmanagement, cleanup, gitops, helmops)")
-	f.Var(&alternatives, "alternatives", "rows in the table of alternatives")
-	f.Var(&rancherReplicas, "rancher-replicas", "with --clusters: Rancher's replicas, the candidates of its cattle-controllers lock (0: leave it out; default with --kubeconfig: the Rancher Deployment's)")
-	f.StringVar(&rancherNS, "rancher-namespace", rancher.DefaultNamespace, "with --kubeconfig: the Rancher Deployment's namespace")
-	f.StringVar(&rancherDep, "rancher-deployment", rancher.DefaultDeployment, "with --kubeconfig: the Rancher Deployment's name")
-	f.BoolVar(&v030, "client-go-v030", false, "count requests as client-go v0.30+ makes them (the leader only updates)")
-	f.StringVarP(&output, "output", "o", "text", "text or json")
-	f.StringVar(&kf.kubeconfig, "kubeconfig", "", "with --clusters: read the triples in effect from this cluster's Settings (default: the settings' defaults)")
-	f.StringVar(&ns, "namespace", defaultNamespace(), "leasetune's namespace (its state ConfigMap), with --kubeconfig")
+	f.Var(&o.maxFailover, "max-failover", "the longest worst-case failover allowed, e.g. 60s")
+	f.Var(&o.attempts, "min-renew-attempts", "the least renewDeadline / retryPeriod (at least 2)")
+	f.Var(&o.followers, "followers", "followers (candidates that are not the leader) per lock, for the request counts")
+	f.Var(&o.clusters, "clusters", "downstream clusters (one fleet-agent lock each): print the installation's lock requests per hour")
+	f.Var(&o.controllerLocks, "controller-locks", "Fleet controller locks (Fleet v0.14: fleet-controller, agentmanagement, cleanup, gitops, helmops)")
+	f.Var(&o.alternatives, "alternatives", "rows in the table of alternatives")
+	f.Var(&o.rancherReplicas, "rancher-replicas", "with --clusters: Rancher's replicas, the candidates of its cattle-controllers lock (0: leave it out; default with --kubeconfig: the Rancher Deployment's)")
+	f.StringVar(&o.rancherNS, "rancher-namespace", rancher.DefaultNamespace, "with --kubeconfig: the Rancher Deployment's namespace")
+	f.StringVar(&o.rancherDep, "rancher-deployment", rancher.DefaultDeployment, "with --kubeconfig: the Rancher Deployment's name")
+	f.BoolVar(&o.v030, "client-go-v030", false, "count requests as client-go v0.30+ makes them (the leader only updates)")
+	f.StringVarP(&o.output, "output", "o", "text", "text or json")
+	f.StringVar(&o.kf.kubeconfig, "kubeconfig", "", "with --clusters: read the triples in effect from this cluster's Settings (default: the settings' defaults)")
+	f.StringVar(&o.ns, "namespace", defaultNamespace(), "leasetune's namespace (its state ConfigMap), with --kubeconfig")
 	return cmd
+}
+
+// Complete reads the target from --max-failover, --min-renew-attempts,
+// --followers and --client-go-v030.
+func (o *recommendOptions) Complete(cmd *cobra.Command, _ []string) error {
+	o.streams = streamsOf(cmd)
+	if !o.maxFailover.set {
+		return errors.New("flag --max-failover is required")
+	}
+	d, err := time.ParseDuration(o.maxFailover.value)
+	if err != nil {
+		return fmt.Errorf("flag --max-failover: %w", err)
+	}
+	o.target = recommend.Target{MaxFailover: d, MinRenewAttempts: o.attempts.value, Followers: o.followers.value}
+	if o.v030 {
+		o.target.Behaviour = election.LeaderOnlyUpdates
+	}
+	return nil
+}
+
+// Validate checks --output, the counts and the target (recommend.Target.Check).
+func (o *recommendOptions) Validate() error {
+	if err := validOutput(o.output); err != nil {
+		return err
+	}
+	if o.clusters.value < 0 || o.controllerLocks.value < 0 || o.alternatives.value < 0 || o.rancherReplicas.value < 0 {
+		return errors.New("--clusters, --controller-locks, --rancher-replicas and --alternatives must not be negative")
+	}
+	return o.target.Check()
+}
+
+// Run finds the best triple and the curve; with --clusters it reads the
+// installation's triples in effect (and Rancher's replicas) too; it
+// prints them.
+func (o *recommendOptions) Run(ctx context.Context) error {
+	best, err := recommend.Best(o.target)
+	if errors.Is(err, recommend.ErrUnreachable) {
+		fmt.Fprintf(o.errOut, "%v\n", err)
+		return &exitError{code: exitFailed}
+	}
+	if err != nil {
+		return err
+	}
+	res := recommendation{target: o.target, best: best, curve: recommend.Curve(best, o.target, o.alternatives.value)}
+	if o.clusters.set {
+		in := recommend.Installation{Clusters: o.clusters.value, ControllerLocks: o.controllerLocks.value, Followers: o.followers.value,
+			RancherReplicas: o.rancherReplicas.value, Behaviour: o.target.Behaviour}
+		opts := inventory.Options{Namespace: o.ns, RancherNamespace: o.rancherNS, RancherDeployment: o.rancherDep, Parts: inventory.Settings | inventory.State}
+		if !o.rancherReplicas.set {
+			opts.Parts |= inventory.RancherDeployment
+		}
+		var snap *inventory.Snapshot
+		var err error
+		if res.current, res.source, snap, err = readInEffect(ctx, &o.kf, opts); err != nil {
+			return err
+		}
+		if snap != nil && !o.rancherReplicas.set {
+			in.RancherReplicas = snap.RancherReplicas // 0 without a Rancher Deployment: its lock is left out
+		}
+		res.installation = &in
+	}
+	if o.output == "json" {
+		return res.json(o.out)
+	}
+	return res.text(o.out)
 }
 
 type recommendation struct {
@@ -258,15 +283,15 @@ func (r recommendation) json(w io.Writer) error {
 // inEffectTriples returns the triple in effect per component and where it
 // comes from: with --kubeconfig, the cluster's Settings and leasetune's
 // state (recommend.InEffect), else the settings' defaults.
-func inEffectTriples(cmd *cobra.Command, kf *kubeFlags, ns string) (map[settings.Component]election.Timings, string, error) {
-	t, source, _, err := readInEffect(cmd, kf, inventory.Options{Namespace: ns, Parts: inventory.Settings | inventory.State})
+func inEffectTriples(ctx context.Context, kf *kubeFlags, ns string) (map[settings.Component]election.Timings, string, error) {
+	t, source, _, err := readInEffect(ctx, kf, inventory.Options{Namespace: ns, Parts: inventory.Settings | inventory.State})
 	return t, source, err
 }
 
 // readInEffect is inEffectTriples for the parts opts names (at least
 // inventory.Settings and inventory.State), read within 30 seconds, with the
 // snapshot read (nil without --kubeconfig).
-func readInEffect(cmd *cobra.Command, kf *kubeFlags, opts inventory.Options) (map[settings.Component]election.Timings, string, *inventory.Snapshot, error) {
+func readInEffect(ctx context.Context, kf *kubeFlags, opts inventory.Options) (map[settings.Component]election.Timings, string, *inventory.Snapshot, error) {
 	if kf.kubeconfig == "" {
 		return recommend.Defaults(), "defaults", nil, nil
 	}
@@ -282,7 +307,7 @@ func readInEffect(cmd *cobra.Command, kf *kubeFlags, opts inventory.Options) (ma
 	if err != nil {
 		return nil, "", nil, err
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	snap, err := inventory.Read(ctx, cs, dyn, opts)
 	if err != nil {

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"leasetune.io/leasetune/pkg/audit"
 )
 
 // auditPolicy records every request at Metadata level except those of
@@ -26,30 +25,6 @@ rules:
 - level: Metadata
 `
 
-// event is the part of an audit event the bench reads.
-type event struct {
-	AuditID    string `json:"auditID"`
-	Stage      string `json:"stage"`
-	Verb       string `json:"verb"`
-	RequestURI string `json:"requestURI"`
-	User       struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	UserAgent string `json:"userAgent"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		APIGroup    string `json:"apiGroup"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	Received time.Time `json:"requestReceivedTimestamp"`
-	StageAt  time.Time `json:"stageTimestamp"`
-}
-
 // request is one API request (all stages of one auditID folded).
 type request struct {
 	user, verb, resource string
@@ -58,85 +33,56 @@ type request struct {
 	received, done       time.Time
 }
 
-// auditLog reads the apiserver's audit log file as it grows.
+// auditLog holds the requests of the apiserver's audit log, read as it
+// grows (pkg/audit's Follower).
 type auditLog struct {
 	mu   sync.Mutex
-	path string
-	f    *os.File
-	r    *bufio.Reader
-	part []byte
+	f    *audit.Follower
 	reqs []*request
 	byID map[string]*request
 }
 
 func newAuditLog(path string) *auditLog {
-	return &auditLog{path: path, byID: map[string]*request{}}
+	return &auditLog{f: audit.NewFollower(path), byID: map[string]*request{}}
 }
 
 // poll reads the lines appended since the last call.
 func (a *auditLog) poll() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.f == nil {
-		f, err := os.Open(a.path)
-		if os.IsNotExist(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		a.f, a.r = f, bufio.NewReaderSize(f, 1<<20)
-	}
-	for {
-		line, err := a.r.ReadBytes('\n')
-		if err == io.EOF {
-			a.part = append(a.part, line...)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if len(a.part) > 0 {
-			line = append(a.part, line...)
-			a.part = nil
-		}
-		var e event
-		if err := json.Unmarshal(line, &e); err != nil {
-			return fmt.Errorf("audit log line: %w", err)
-		}
-		a.add(&e)
-	}
+	return a.f.Poll(func(e audit.Event) error {
+		a.add(e)
+		return nil
+	})
 }
 
-func (a *auditLog) add(e *event) {
+// add folds e into its request.
+func (a *auditLog) add(e audit.Event) {
 	r := a.byID[e.AuditID]
 	if r == nil {
 		res := "(non-resource) " + e.RequestURI
-		if e.ObjectRef != nil {
-			res = e.ObjectRef.Resource
-			if e.ObjectRef.APIGroup != "" {
-				res += "." + e.ObjectRef.APIGroup
+		if e.HasObjectRef {
+			res = e.Resource
+			if e.APIGroup != "" {
+				res += "." + e.APIGroup
 			}
-			if e.ObjectRef.Subresource != "" {
-				res += "/" + e.ObjectRef.Subresource
+			if e.Subresource != "" {
+				res += "/" + e.Subresource
 			}
-			if e.ObjectRef.Name != "" && (e.ObjectRef.Resource == "leases" || e.ObjectRef.Resource == "configmaps" || e.ObjectRef.Resource == "secrets") {
-				res += " " + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+			if e.Name != "" && (e.Resource == "leases" || e.Resource == "configmaps" || e.Resource == "secrets") {
+				res += " " + e.Namespace + "/" + e.Name
 			}
 		} else if i := strings.IndexByte(res, '?'); i > 0 {
 			res = res[:i]
 		}
-		r = &request{user: e.User.Username, verb: e.Verb, resource: res, received: e.Received}
-		if e.ObjectRef != nil {
-			r.name = e.ObjectRef.Name
-		}
+		r = &request{user: e.User, verb: e.Verb, resource: res, received: e.Received, name: e.Name}
 		a.byID[e.AuditID] = r
 		a.reqs = append(a.reqs, r)
 	}
-	if e.Stage == "ResponseComplete" || e.Stage == "Panic" {
+	if e.Final() {
 		r.done = e.StageAt
-		if e.ResponseStatus != nil {
-			r.code = e.ResponseStatus.Code
+		if e.Code != 0 {
+			r.code = e.Code
 		}
 	}
 }
@@ -160,9 +106,7 @@ func (a *auditLog) filter(user string, from, to time.Time, match func(*request) 
 func (a *auditLog) close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.f != nil {
-		_ = a.f.Close()
-	}
+	_ = a.f.Close()
 }
 
 // clusterPatch matches an accepted PATCH of a fleet Cluster.

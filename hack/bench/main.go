@@ -10,6 +10,10 @@
 // table. Everything it starts listens on loopback and is
 // stopped at the end; its folder is removed.
 //
+// A run is a bench (bench.go) whose methods are its phases, in order; it
+// reads the apiserver's audit log as it grows with pkg/audit's Follower
+// and folds its events into requests (audit.go).
+//
 // It is a development tool, not part of the shipped binary.
 package main
 
@@ -17,7 +21,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,25 +34,19 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	sigsyaml "sigs.k8s.io/yaml"
-
-	"leasetune.io/leasetune/pkg/crds"
 )
 
 const (
@@ -156,386 +153,6 @@ type results struct {
 	cpFloorAfter                            string
 	gcs                                     int
 	heapInuse, goSys                        float64
-}
-
-func run(ctx context.Context, o options) (err error) {
-	binary, err := filepath.Abs(o.binary)
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "leasetune-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	res := results{n: o.n, memLimit: o.memLimit, load: loadAvg(), rest: o.rest}
-	if o.profile != "" {
-		if err := os.MkdirAll(o.profile, 0o755); err != nil {
-			return err
-		}
-	}
-
-	// The control plane, with an audit log.
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	auditPath := filepath.Join(dir, "audit.log")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
-		return err
-	}
-	setting, err := crds.Setting()
-	if err != nil {
-		return err
-	}
-	fleetCRD := filepath.Join(o.fixtures, "fleet", "fleet-v0.9.9-clusters-crd.yaml")
-	env := &envtest.Environment{
-		BinaryAssetsDirectory:    o.assets,
-		CRDs:                     []*apiextv1.CustomResourceDefinition{setting},
-		CRDDirectoryPaths:        []string{fleetCRD},
-		ErrorIfCRDPathMissing:    true,
-		ControlPlaneStartTimeout: 3 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-	}
-	env.ControlPlane.Etcd = &envtest.Etcd{}
-	env.ControlPlane.Etcd.Configure().Set("unsafe-no-fsync", "true")
-	env.ControlPlane.APIServer = &envtest.APIServer{}
-	env.ControlPlane.APIServer.Configure().
-		Set("audit-policy-file", policy).
-		Set("audit-log-path", auditPath).
-		Set("bind-address", "127.0.0.1")
-	if o.profile != "" {
-		env.ControlPlane.APIServer.Configure().Set("profiling", "true")
-	}
-	logf("starting kube-apiserver and etcd (audit log %s)", auditPath)
-	cfg, err := env.Start()
-	if err != nil {
-		_ = env.Stop()
-		return fmt.Errorf("start control plane: %w", err)
-	}
-	defer func() {
-		if e := env.Stop(); e != nil {
-			logf("stop control plane: %v", e)
-		}
-	}()
-	cfg.QPS, cfg.Burst = qps, burst
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	dyn := dynamic.NewForConfigOrDie(cfg)
-	if v, err := cs.Discovery().ServerVersion(); err == nil {
-		res.apiserver = v.GitVersion
-	}
-	audit := newAuditLog(auditPath)
-	defer audit.close()
-	followCtx, stopFollow := context.WithCancel(ctx)
-	defer stopFollow()
-	go audit.follow(followCtx, 500*time.Millisecond)
-
-	if err := setup(ctx, cs, o); err != nil {
-		return fmt.Errorf("setup: %w", err)
-	}
-	user := func(name string) (*rest.Config, []byte, error) {
-		u, err := env.AddUser(envtest.User{Name: name, Groups: []string{benchGroup}}, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		kc, err := u.KubeConfig()
-		if err != nil {
-			return nil, nil, err
-		}
-		c := u.Config()
-		c.QPS, c.Burst = qps, burst
-		return c, kc, nil
-	}
-	floorCfg, _, err := user(floorUser)
-	if err != nil {
-		return err
-	}
-	_, leasetuneKC, err := user(leasetuneUser)
-	if err != nil {
-		return err
-	}
-	kubeconfig := filepath.Join(dir, "leasetune.kubeconfig")
-	if err := os.WriteFile(kubeconfig, leasetuneKC, 0o600); err != nil {
-		return err
-	}
-
-	// N clusters.
-	logf("creating %d fleet Clusters (%d workers)", o.n, workers)
-	clusters := dyn.Resource(fleetClusterGVR).Namespace(clusterNamespace)
-	start := time.Now()
-	if err := parallel(ctx, o.n, workers, func(ctx context.Context, i int) error {
-		u, err := clusters.Create(ctx, fleetCluster(i), metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		u.Object["status"] = fleetStatus(i)
-		_, err = clusters.UpdateStatus(ctx, u, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		return fmt.Errorf("create clusters: %w", err)
-	}
-	res.create = time.Since(start)
-	logf("created in %s", res.create.Round(time.Millisecond))
-
-	// (1) The raw-PATCH floor, then restore.
-	floor := dynamic.NewForConfigOrDie(floorCfg).Resource(fleetClusterGVR).Namespace(clusterNamespace)
-	patchEnv := func(ctx context.Context, i int, list []interface{}) error {
-		body, _ := json.Marshal(map[string]interface{}{"spec": map[string]interface{}{"agentEnvVars": list}})
-		_, err := floor.Patch(ctx, clusterName(i), types.MergePatchType, body, metav1.PatchOptions{})
-		return err
-	}
-	logf("raw-PATCH floor: %d merge patches of spec.agentEnvVars, %d workers, QPS %d burst %d", o.n, workers, qps, burst)
-	var apiProf sync.WaitGroup // the kube-apiserver's CPU profiles (-profile), one at a time
-	defer apiProf.Wait()
-	apiserverProfile := func(name string) {
-		if o.profile == "" {
-			return
-		}
-		apiProf.Wait()
-		apiProf.Add(1)
-		go func() {
-			defer apiProf.Done()
-			fetchAPIServerProfile(ctx, cfg, apiProfSecs, filepath.Join(o.profile, name))
-		}()
-	}
-	cp0 := childrenCPU("kube-apiserver", "etcd")
-	apiserverProfile("apiserver-floor.pb.gz")
-	floorStart := time.Now()
-	if err := parallel(ctx, o.n, workers, func(ctx context.Context, i int) error {
-		return patchEnv(ctx, i, append(userEnv(i), electionEnv("30s", "25s", "10s")...))
-	}); err != nil {
-		return fmt.Errorf("floor: %w", err)
-	}
-	res.floor = time.Since(floorStart)
-	res.cpFloor = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
-	start = time.Now()
-	if err := parallel(ctx, o.n, workers, func(ctx context.Context, i int) error { return patchEnv(ctx, i, userEnv(i)) }); err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	res.restore = time.Since(start)
-	if err := audit.poll(); err != nil {
-		return err
-	}
-	res.floorWrites = len(audit.filter(floorUser, floorStart, floorStart.Add(res.floor), clusterPatch))
-	logf("floor %s (%d patches in the audit log), restore %s", res.floor.Round(time.Millisecond), res.floorWrites, res.restore.Round(time.Millisecond))
-
-	// (2) leasetune, initial convergence.
-	if err := runBuild(ctx); err != nil {
-		return err
-	}
-	ports, err := freePorts(3)
-	if err != nil {
-		return err
-	}
-	metricsURL := "http://" + ports[1] + "/metrics"
-	logPath := filepath.Join(dir, "leasetune.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	var pprofAddr string
-	if o.profile != "" {
-		if binary, err = buildProfiled(ctx, o.profile); err != nil {
-			return err
-		}
-		p, err := freePorts(1)
-		if err != nil {
-			return err
-		}
-		pprofAddr = p[0]
-	}
-	cmd := exec.Command(binary, "controller", "--kubeconfig", kubeconfig, "--namespace", "leasetune-system",
-		"--fleet-agent-channel", "cluster-env-v0.9", "--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst),
-		"--workers", strconv.Itoa(workers), "--settle", "0s", "--install-crds", "--identity", "bench",
-		"--health-addr", ports[0], "--metrics-addr", ports[1], "--webhook-addr", ports[2], "--webhook-host", "127.0.0.1",
-		"--log-format", "text")
-	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1", "LEASETUNE_BENCH_PPROF="+pprofAddr)
-	if o.memLimit != "" {
-		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+o.memLimit)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logf("starting %s controller (log %s)", o.binary, logPath)
-	cp0 = childrenCPU("kube-apiserver", "etcd")
-	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	profSecs := int(2*res.floor.Seconds()) + 5
-	var profWG sync.WaitGroup
-	defer profWG.Wait()
-	initialProfiled := make(chan struct{}) // one CPU profile at a time
-	if pprofAddr != "" {
-		profWG.Add(1)
-		go func() {
-			defer profWG.Done()
-			defer close(initialProfiled)
-			fetchProfile(pprofAddr, "profile?seconds="+strconv.Itoa(profSecs), filepath.Join(o.profile, "cpu-initial.pb.gz"))
-		}()
-	} else {
-		close(initialProfiled)
-	}
-	pid := cmd.Process.Pid
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	var stopOnce sync.Once
-	stopLeasetune := func() {
-		stopOnce.Do(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(20 * time.Second):
-				logf("leasetune did not stop within 20s of SIGTERM; killing it")
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		})
-	}
-	defer func() {
-		stopLeasetune()
-		if err != nil {
-			tail(logPath, 30)
-		}
-	}()
-	var peakMu sync.Mutex
-	var last procStat
-	go func() { // keep the last sample, for a process that exits early
-		for {
-			select {
-			case <-exited:
-				return
-			case <-time.After(500 * time.Millisecond):
-			}
-			if s, err := readProc(pid); err == nil {
-				peakMu.Lock()
-				last = s
-				peakMu.Unlock()
-			}
-		}
-	}()
-	sample := func() procStat {
-		s, err := readProc(pid)
-		if err != nil {
-			peakMu.Lock()
-			defer peakMu.Unlock()
-			return last
-		}
-		return s
-	}
-	alive := func() error {
-		select {
-		case <-exited:
-			return errors.New("leasetune exited")
-		default:
-			return nil
-		}
-	}
-
-	logf("waiting until leasetune has written every cluster (audit log)")
-	if err := waitFor(ctx, o.convergenceTimeout, alive, func() bool { return audit.patchedClusters(leasetuneUser, t0) >= o.n }); err != nil {
-		return fmt.Errorf("initial convergence: %w (%d of %d clusters written)", err, audit.patchedClusters(leasetuneUser, t0), o.n)
-	}
-	res.cpInitial = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
-	quiet(ctx, audit, t0)
-	if got, err := countTriples(ctx, dyn, func(t triple) bool { return t.ok }); err != nil || got != o.n {
-		return fmt.Errorf("initial convergence: %d of %d clusters have a triple (%v)", got, o.n, err)
-	}
-	s := sample()
-	if pprofAddr != "" {
-		fetchProfile(pprofAddr, "heap", filepath.Join(o.profile, "heap-initial.pb.gz"))
-	}
-	res.cpuInitial, res.rssAfterInitial = s.cpu, s.rssKiB
-	initialReqs := audit.filter(leasetuneUser, t0, time.Now(), nil)
-	res.initialClusterWrites = countIf(initialReqs, clusterPatch)
-	res.initial = lastDone(filterReqs(initialReqs, clusterPatch)).Sub(t0)
-	res.initialTally = tally(filterReqs(initialReqs, isWrite))
-	logf("initial convergence %s, %d cluster patches; RSS %s", res.initial.Round(time.Millisecond), res.initialClusterWrites, mib(s.rssKiB))
-
-	// (3) At rest.
-	logf("at rest for %s", o.rest)
-	restStart := time.Now()
-	if err := sleep(ctx, o.rest, alive); err != nil {
-		return err
-	}
-	restEnd := time.Now()
-	if err := audit.poll(); err != nil {
-		return err
-	}
-	restReqs := audit.filter(leasetuneUser, restStart, restEnd, nil)
-	res.restOnlyLease = true
-	for _, r := range restReqs {
-		if r.resource != "leases.coordination.k8s.io leasetune-system/leasetune" {
-			res.restOnlyLease = false
-		}
-	}
-	res.restTally = perHour(tally(restReqs), o.rest)
-	s2 := sample()
-	res.cpuRest = s2.cpu - s.cpu
-
-	// (4) One global change.
-	logf("global change: %s = %s", changedSetting, changedValue)
-	want, _ := time.ParseDuration(changedValue)
-	cp0 = childrenCPU("kube-apiserver", "etcd")
-	if pprofAddr != "" {
-		profWG.Add(1)
-		go func() {
-			defer profWG.Done()
-			<-initialProfiled
-			fetchProfile(pprofAddr, "profile?seconds="+strconv.Itoa(apiProfSecs), filepath.Join(o.profile, "cpu-change.pb.gz"))
-		}()
-	}
-	apiserverProfile("apiserver-change.pb.gz")
-	tChange := time.Now()
-	if _, err := dyn.Resource(settingGVR).Patch(ctx, changedSetting, types.MergePatchType,
-		[]byte(`{"value":"`+changedValue+`"}`), metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patch setting: %w", err)
-	}
-	if err := waitFor(ctx, o.convergenceTimeout, alive, func() bool { return audit.patchedClusters(leasetuneUser, tChange) >= o.n }); err != nil {
-		return fmt.Errorf("global change: %w (%d of %d clusters written)", err, audit.patchedClusters(leasetuneUser, tChange), o.n)
-	}
-	res.cpChange = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
-	quiet(ctx, audit, tChange)
-	if got, err := countTriples(ctx, dyn, func(t triple) bool { return t.ok && t.rp == want }); err != nil || got != o.n {
-		return fmt.Errorf("global change: %d of %d clusters have retry period %s (%v)", got, o.n, changedValue, err)
-	}
-	s3 := sample()
-	res.cpuChange, res.rssAfterChange = s3.cpu-s2.cpu, s3.rssKiB
-	changeReqs := audit.filter(leasetuneUser, tChange, time.Now(), nil)
-	res.changeWrites = countIf(changeReqs, clusterPatch)
-	res.changeEvents = countIf(changeReqs, func(r *request) bool { return r.verb == "create" && r.resource == "events" })
-	res.changeOther = countIf(changeReqs, isWrite) - res.changeWrites - res.changeEvents
-	res.change = lastDone(filterReqs(changeReqs, clusterPatch)).Sub(tChange)
-	res.changeTally = tally(changeReqs)
-	logf("global change %s, %d cluster patches", res.change.Round(time.Millisecond), res.changeWrites)
-
-	// (5) Peak RSS and CPU.
-	s4 := sample()
-	res.hwmKiB, res.rssKiB, res.cpu = s4.hwmKiB, s4.rssKiB, s4.cpu
-	m := scrape(metricsURL, "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes")
-	res.heapInuse, res.goSys = m["go_memstats_heap_inuse_bytes"], m["go_memstats_sys_bytes"]
-	res.heapPeakMB, res.heapLiveMB, res.heapPeakAt, res.gcs = gcTrace(logPath)
-	if pprofAddr != "" {
-		fetchProfile(pprofAddr, "heap", filepath.Join(o.profile, "heap-end.pb.gz"))
-	}
-
-	// (6) The floor again, once leasetune has stopped (it would put its
-	// triple back): this machine's speed drifts within a run (a shared
-	// VM), so the global change is measured between two floors, and its
-	// ratio is to the faster of them.
-	profWG.Wait()
-	stopLeasetune()
-	logf("raw-PATCH floor again, after leasetune stopped")
-	cp0 = childrenCPU("kube-apiserver", "etcd")
-	start = time.Now()
-	if err := parallel(ctx, o.n, workers, func(ctx context.Context, i int) error {
-		return patchEnv(ctx, i, append(userEnv(i), electionEnv("30s", "25s", "14s")...))
-	}); err != nil {
-		return fmt.Errorf("floor after: %w", err)
-	}
-	res.floorAfter = time.Since(start)
-	res.cpFloorAfter = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
-	logf("floor after %s", res.floorAfter.Round(time.Millisecond))
-
-	printTable(os.Stdout, res)
-	return nil
 }
 
 // setup creates the namespaces, Fleet v0.9.9's Deployments (as Helm

@@ -13,7 +13,11 @@
 //     implies;
 //   - Managed, the locks leasetune's settings govern (Fleet's, by name,
 //     cited from Fleet's source), and Project, what those locks would cost
-//     with other triples, from pkg/election's model.
+//     with other triples, from pkg/election's model;
+//   - ParseEvent, one line as an Event (who, what, when, the answer's
+//     code), with the Analyzer's decoder, and Follower, which reads the
+//     lines a running kube-apiserver appends to its log (the benchmark,
+//     hack/bench, counts requests with it).
 //
 // Which objects are locks (see isLock and inferLock): every
 // coordination.k8s.io Lease outside kube-node-lease (the kubelets'

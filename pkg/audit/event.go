@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -24,6 +25,8 @@ type event struct {
 	resource, namespace, name, apiGroup, subresource          []byte
 	hasObjectRef                                              bool
 	received, stageAt                                         []byte
+	// code is responseStatus.code, as its raw number.
+	code []byte
 	// requestObject and responseObject are raw JSON, read only for the
 	// leader annotation of ConfigMaps and Endpoints.
 	requestObject, responseObject []byte
@@ -148,6 +151,9 @@ type jsonEvent struct {
 		APIGroup    string `json:"apiGroup"`
 		Subresource string `json:"subresource"`
 	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
 	RequestObject            json.RawMessage `json:"requestObject"`
 	ResponseObject           json.RawMessage `json:"responseObject"`
 	RequestReceivedTimestamp string          `json:"requestReceivedTimestamp"`
@@ -170,6 +176,9 @@ func decodeFallback(line []byte, ev *event) error {
 		requestObject: j.RequestObject, responseObject: j.ResponseObject}
 	if len(j.SourceIPs) > 0 {
 		ev.sourceIP = b(j.SourceIPs[0])
+	}
+	if j.ResponseStatus != nil {
+		ev.code = strconv.AppendInt(nil, int64(j.ResponseStatus.Code), 10)
 	}
 	if r := j.ObjectRef; r != nil {
 		ev.hasObjectRef = true
@@ -447,6 +456,24 @@ func (s *scanner) rawValue() ([]byte, error) {
 	return s.b[start:s.i], nil
 }
 
+// number reads an integer (an optional minus and digits) and returns its
+// bytes.
+func (s *scanner) number() ([]byte, error) {
+	s.ws()
+	start := s.i
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	digits := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	if s.i == digits || (s.i < len(s.b) && isLiteralByte(s.b[s.i])) {
+		return nil, errSyntax // not an integer: encoding/json decides
+	}
+	return s.b[start:s.i], nil
+}
+
 // strOrNull reads a string, or null as empty.
 func (s *scanner) strOrNull() ([]byte, error) {
 	s.ws()
@@ -526,6 +553,17 @@ func (s *scanner) event(ev *event) error {
 						e = s.skip(1)
 					}
 					return e
+				})
+			}
+		case "responseStatus":
+			if err = s.expect('{'); err == nil {
+				err = s.members(func(k []byte) error {
+					if string(k) == "code" {
+						var e error
+						ev.code, e = s.number()
+						return e
+					}
+					return s.skip(1)
 				})
 			}
 		case "requestObject":

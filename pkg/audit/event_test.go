@@ -16,7 +16,7 @@ func fields(ev *event) map[string]string {
 		"stage": string(ev.stage), "requestURI": string(ev.requestURI), "verb": string(ev.verb), "user": string(ev.username),
 		"ua": string(ev.userAgent), "ip": string(ev.sourceIP), "resource": string(ev.resource), "namespace": string(ev.namespace),
 		"name": string(ev.name), "group": string(ev.apiGroup), "sub": string(ev.subresource), "received": string(ev.received),
-		"stageAt": string(ev.stageAt), "req": string(ev.requestObject), "resp": string(ev.responseObject),
+		"stageAt": string(ev.stageAt), "req": string(ev.requestObject), "resp": string(ev.responseObject), "code": string(ev.code),
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
@@ -251,7 +252,7 @@ func channel(s *Snapshot) (fleet.AgentChannel, string) {
 		evidence = "recorded: " + cm.Data["evidence"]
 	}
 	if d := s.FleetDeployment(fleet.ControllerDeployment); d != nil {
-		det := fleet.DetectChannel(d, fleetsettings.FieldManager, ch)
+		det := fleet.DetectChannel(d, fieldmanager.Leasetune, ch)
 		return det.Channel, det.Evidence
 	}
 	return ch, evidence

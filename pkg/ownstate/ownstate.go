@@ -20,10 +20,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-)
 
-// FieldManager is the field manager of every write of a record.
-const FieldManager = "leasetune"
+	"leasetune.io/leasetune/pkg/fieldmanager"
+)
 
 // MaxAttempts bounds the writes of one Save; after that many conflicts
 // Save returns the last one (apierrors.IsConflict holds) for the caller's
@@ -72,13 +71,13 @@ func Save(ctx context.Context, client corev1client.ConfigMapsGetter, ns, name st
 			out, err = cms.Create(ctx, &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "leasetune"}},
 				Data:       data,
-			}, metav1.CreateOptions{FieldManager: FieldManager})
+			}, metav1.CreateOptions{FieldManager: fieldmanager.Leasetune})
 		case maps.Equal(data, cm.Data):
 			return cm, nil
 		default:
 			upd := cm.DeepCopy()
 			upd.Data = data
-			out, err = cms.Update(ctx, upd, metav1.UpdateOptions{FieldManager: FieldManager})
+			out, err = cms.Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldmanager.Leasetune})
 		}
 		if err == nil {
 			return out, nil

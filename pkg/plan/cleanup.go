@@ -17,6 +17,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/settings"
@@ -212,7 +213,7 @@ func (c *Cleanup) Apply(ctx context.Context, cs kubernetes.Interface, dyn dynami
 		if ref.Namespace != "" {
 			res = dyn.Resource(ref.GVR).Namespace(ref.Namespace)
 		}
-		if _, err := res.Patch(ctx, ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: agentenv.FieldManager}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := res.Patch(ctx, ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: fieldmanager.Leasetune}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("%s: %w", ref, err)
 		}
 	}

@@ -1,7 +1,8 @@
 // Package settingsapi serves a Rancher-compatible /v3/settings API for the
 // project's six settings, for installations without Rancher: list, get and
 // PUT, with Rancher's JSON shape (id, name, value, default, customized,
-// source, type "setting", links) and error shape (norman's httperror codes).
+// source, type "setting", links) and error shape (norman's httperror codes,
+// written by pkg/httpapi).
 //
 // It acts with the caller's bearer token against the kube-apiserver, never
 // with the controller's own credentials, so Kubernetes RBAC decides who may
@@ -31,6 +32,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/httpapi"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -67,7 +69,7 @@ type resource struct {
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	token, ok := bearer(r)
 	if !ok {
-		writeError(w, httperror.NewAPIError(httperror.Unauthorized, "a bearer token is required"))
+		httpapi.WriteError(w, httperror.NewAPIError(httperror.Unauthorized, "a bearer token is required"))
 		return
 	}
 	cfg := rest.AnonymousClientConfig(s.Base)
@@ -75,7 +77,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	cfg.UserAgent = "leasetune-settings-api"
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	client := dyn.Resource(settingsGVR)
@@ -88,14 +90,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	case name != "" && r.Method == http.MethodPut:
 		s.put(w, r, client, name)
 	default:
-		writeError(w, httperror.NewAPIError(httperror.MethodNotAllowed, r.Method+" is not supported on "+r.URL.Path))
+		httpapi.WriteError(w, httperror.NewAPIError(httperror.MethodNotAllowed, r.Method+" is not supported on "+r.URL.Path))
 	}
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, c dynamic.NamespaceableResourceInterface) {
 	objs, err := listOurs(r.Context(), c)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	coll := types.GenericCollection{Collection: types.Collection{Type: "collection", ResourceType: "setting",
@@ -114,7 +116,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, c dynamic.Namespace
 		if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 			err = httperror.NewAPIError(httperror.NotFound, "setting "+name+" not found")
 		}
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	respond(w, r, u, err)
@@ -127,7 +129,7 @@ func respond(w http.ResponseWriter, r *http.Request, u *unstructured.Unstructure
 		o, err = fromUnstructured(u)
 	}
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, toResource(r, o))
@@ -139,7 +141,7 @@ func respond(w http.ResponseWriter, r *http.Request, u *unstructured.Unstructure
 func (s *Server) put(w http.ResponseWriter, r *http.Request, c dynamic.NamespaceableResourceInterface, name string) {
 	value, err := decodeValue(r.Body)
 	if err != nil {
-		writeError(w, httperror.NewFieldAPIError(httperror.InvalidBodyContent, "value", err.Error()))
+		httpapi.WriteError(w, httperror.NewFieldAPIError(httperror.InvalidBodyContent, "value", err.Error()))
 		return
 	}
 	d, ours := settings.Lookup(name)
@@ -154,12 +156,12 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, c dynamic.Namespace
 			continue // counts as its default
 		}
 		if err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		o, err := fromUnstructured(u)
 		if err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		objs = append(objs, o)
@@ -168,11 +170,11 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, c dynamic.Namespace
 		var ce *settings.ChangeError
 		switch {
 		case errors.Is(err, settings.ErrReadOnly):
-			writeError(w, httperror.NewAPIError(httperror.MethodNotAllowed, err.Error()))
+			httpapi.WriteError(w, httperror.NewAPIError(httperror.MethodNotAllowed, err.Error()))
 		case errors.As(err, &ce):
-			writeError(w, httperror.NewFieldAPIError(httperror.InvalidBodyContent, "value", err.Error()))
+			httpapi.WriteError(w, httperror.NewFieldAPIError(httperror.InvalidBodyContent, "value", err.Error()))
 		default:
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 		}
 		return
 	}
@@ -274,24 +276,4 @@ func writeJSON(w http.ResponseWriter, status int, v interface{}) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// writeError answers in Rancher's error shape. Errors of the
-// kube-apiserver keep their status (401, 403, 404, 409, a webhook's 4xx).
-func writeError(w http.ResponseWriter, err error) {
-	var ae *httperror.APIError
-	if !errors.As(err, &ae) {
-		var se apierrors.APIStatus
-		if errors.As(err, &se) && se.Status().Code != 0 {
-			st := se.Status()
-			ae = &httperror.APIError{Code: httperror.ErrorCode{Code: string(st.Reason), Status: int(st.Code)}, Message: st.Message}
-		} else {
-			ae = &httperror.APIError{Code: httperror.ServerError, Message: err.Error()}
-		}
-	}
-	body := map[string]interface{}{"type": "error", "baseType": "error", "status": ae.Code.Status, "code": ae.Code.Code, "message": ae.Message}
-	if ae.FieldName != "" {
-		body["fieldName"] = ae.FieldName
-	}
-	writeJSON(w, ae.Code.Status, body)
 }

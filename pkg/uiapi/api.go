@@ -52,6 +52,7 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/httpapi"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/pkg/settings"
@@ -128,7 +129,7 @@ func (s *Server) clientsFor(r *http.Request) (*clients, error) {
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	c, err := s.clientsFor(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
@@ -153,7 +154,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		err = httperror.NewAPIError(httperror.NotFound, r.URL.Path+" is not part of the API (overview, plan, tradeoff, clusters)")
 	}
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -425,24 +426,4 @@ func writeJSON(w http.ResponseWriter, status int, v interface{}) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// writeError answers in Rancher's error shape, as pkg/settingsapi does;
-// errors of the kube-apiserver keep their status (401, 403, ...).
-func writeError(w http.ResponseWriter, err error) {
-	var ae *httperror.APIError
-	if !errors.As(err, &ae) {
-		var se apierrors.APIStatus
-		if errors.As(err, &se) && se.Status().Code != 0 {
-			st := se.Status()
-			ae = &httperror.APIError{Code: httperror.ErrorCode{Code: string(st.Reason), Status: int(st.Code)}, Message: err.Error()}
-		} else {
-			ae = &httperror.APIError{Code: httperror.ServerError, Message: err.Error()}
-		}
-	}
-	body := map[string]interface{}{"type": "error", "baseType": "error", "status": ae.Code.Status, "code": ae.Code.Code, "message": ae.Message}
-	if ae.FieldName != "" {
-		body["fieldName"] = ae.FieldName
-	}
-	writeJSON(w, ae.Code.Status, body)
 }

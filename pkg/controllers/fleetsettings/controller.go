@@ -20,13 +20,17 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
-// FieldManager is the field manager of every write this controller makes.
-const FieldManager = "leasetune"
+// FieldManager is fieldmanager.Leasetune, the field manager of every write
+// this controller makes.
+//
+// Deprecated: use fieldmanager.Leasetune; kept while pkg/uiapi still names it.
+const FieldManager = fieldmanager.Leasetune
 
 // Options configures Register.
 type Options struct {
@@ -44,7 +48,7 @@ type Options struct {
 	Deployments appscontrollers.DeploymentController
 	// ConfigMaps is a wrangler controller whose informer watches RancherNamespace.
 	ConfigMaps corecontrollers.ConfigMapController
-	// Client makes the writes, with FieldManager.
+	// Client makes the writes, with fieldmanager.Leasetune.
 	Client kubernetes.Interface
 	// Triples gives the effective triples.
 	Triples settings.Triples
@@ -257,7 +261,7 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 		return nil
 	}
 	if d.Name == fleet.ControllerDeployment {
-		det := fleet.DetectChannel(d, FieldManager, c.recorded())
+		det := fleet.DetectChannel(d, fieldmanager.Leasetune, c.recorded())
 		changed, err := c.set(ctx, det)
 		if err != nil {
 			return err
@@ -277,7 +281,7 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 		return err
 	}
 	_, err = c.opts.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, body,
-		metav1.PatchOptions{FieldManager: FieldManager})
+		metav1.PatchOptions{FieldManager: fieldmanager.Leasetune})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -347,7 +351,7 @@ func (c *Controller) syncRancherConfig(ctx context.Context, cm *corev1.ConfigMap
 		return err
 	}
 	_, err = c.opts.Client.CoreV1().ConfigMaps(cm.Namespace).Patch(ctx, cm.Name, types.MergePatchType, body,
-		metav1.PatchOptions{FieldManager: FieldManager})
+		metav1.PatchOptions{FieldManager: fieldmanager.Leasetune})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

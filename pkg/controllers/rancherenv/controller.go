@@ -20,15 +20,11 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
-
-// FieldManager is the field manager of every write this controller makes
-// (the same as the Fleet Deployments' writer, so that Managers can tell
-// leasetune's entries from another writer's).
-const FieldManager = "leasetune"
 
 // Event reasons on the Rancher Deployment.
 const (
@@ -47,7 +43,8 @@ type Options struct {
 	// Deployments is a wrangler controller whose informer watches that
 	// Deployment (by name).
 	Deployments appscontrollers.DeploymentController
-	// Client makes the writes, with FieldManager.
+	// Client makes the writes, with fieldmanager.Leasetune (so that Managers
+	// can tell leasetune's entries from another writer's).
 	Client kubernetes.Interface
 	// Triples gives the effective triples.
 	Triples settings.Triples
@@ -150,7 +147,7 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 		return err
 	}
 	_, err = c.opts.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, body,
-		metav1.PatchOptions{FieldManager: FieldManager})
+		metav1.PatchOptions{FieldManager: fieldmanager.Leasetune})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -1,0 +1,96 @@
+package settings
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// restored names a Setting object restore created again, and the value it
+// holds (the env's, the user's remembered one, or the default).
+type restored struct {
+	name, value string
+}
+
+// restore keeps the nine Setting objects in place, from inputs (every
+// setting's Input, by name): it creates again the ones that were deleted
+// (Desired: the env value, else the user's remembered value) and patches
+// default, source and value where Desired says. It returns the objects it
+// created again, also when it stops at an error (a failed create or
+// patch) for the work queue to retry. A create that loses to another
+// writer is no error: the next sync reconciles that object.
+func (p *Provider) restore(inputs map[string]Input) ([]restored, error) {
+	var out []restored
+	for _, d := range Registry {
+		in := inputs[d.Name]
+		if in.Object == nil {
+			created, err := p.create(d, in)
+			if err != nil {
+				return out, err
+			}
+			if created {
+				out = append(out, restored{name: d.Name, value: Resolve(d, in).Value})
+			}
+			continue
+		}
+		if _, patch := Desired(d, in); patch != nil {
+			if err := p.patch(d.Name, patch); err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// ensureExists creates the Setting object of d when the API server has
+// none, with the env value or the user's remembered value. It reads the
+// API server, not the cache, because it runs before the cache starts.
+func (p *Provider) ensureExists(_ context.Context, d Definition) error {
+	_, err := p.opts.Settings.Get(d.Name, metav1.GetOptions{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	in := Input{}
+	in.Env, in.EnvSet = p.opts.LookupEnv(d.EnvVar())
+	p.mu.RLock()
+	in.Remembered, in.RememberedSet = p.state.Values[d.Name]
+	p.mu.RUnlock()
+	_, err = p.create(d, in)
+	return err
+}
+
+// create creates the Setting object of d as Desired computes it. It
+// reports false when another writer created it first (the next sync then
+// reconciles it).
+func (p *Provider) create(d Definition, in Input) (bool, error) {
+	obj, _ := Desired(d, in)
+	_, err := p.opts.Settings.Create(obj)
+	if apierrors.IsAlreadyExists(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("create setting %s: %w", d.Name, err)
+	}
+	p.log.Info("setting created", "setting", d.Name, "value", obj.Value, "source", obj.Source)
+	return true, nil
+}
+
+// patch applies a JSON merge patch to the Setting called name.
+func (p *Provider) patch(name string, patch map[string]interface{}) error {
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	if _, err := p.opts.Settings.Patch(name, types.MergePatchType, body); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile: the next sync restores it
+		}
+		return fmt.Errorf("patch setting %s: %w", name, err)
+	}
+	p.log.Info("setting updated", "setting", name, "patch", string(body))
+	return nil
+}
