@@ -76,9 +76,10 @@ type RecordOption func(*Recorder)
 func WithReads() RecordOption { return func(r *Recorder) { r.reads = true } }
 
 // Before makes the Recorder call f with each request it records, on the
-// client's goroutine, just before the request is sent: a hook that puts
-// another writer's edit, or a change the test makes, between a client's
-// read and its write.
+// client's goroutine, once it is recorded and just before it is sent: a
+// hook that puts another writer's edit, or a change the test makes,
+// between a client's read and its write. (A test that sees the hook's
+// effect therefore finds the request already counted.)
 func Before(f func(Request)) RecordOption { return func(r *Recorder) { r.before = f } }
 
 // Record installs a Recorder on cfg (its WrapTransport, after any wrapper
@@ -121,13 +122,13 @@ func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 		req = req.Clone(req.Context())
 		req.Body = io.NopCloser(bytes.NewReader(b))
 	}
-	if rt.rec.before != nil {
-		rt.rec.before(q)
-	}
 	rt.rec.mu.Lock()
 	i := len(rt.rec.reqs)
 	rt.rec.reqs = append(rt.rec.reqs, q)
 	rt.rec.mu.Unlock()
+	if rt.rec.before != nil {
+		rt.rec.before(q)
+	}
 	resp, err := rt.next.RoundTrip(req)
 	rt.rec.mu.Lock()
 	if err != nil {
