@@ -31,6 +31,12 @@ func WithoutAnnotations(keys ...string) StripOption {
 	}
 }
 
+// WithoutMetadata leaves out metadata altogether, for a comparison of
+// what an object asks for (spec) alone.
+func WithoutMetadata() StripOption {
+	return func(obj map[string]interface{}) { delete(obj, "metadata") }
+}
+
 // WithoutSpec leaves out the spec fields named (spec.agentEnvVars of a
 // cluster object).
 func WithoutSpec(fields ...string) StripOption {
