@@ -19,6 +19,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 const (
@@ -107,7 +108,7 @@ func TestProjectServiceAccountIsExempt(t *testing.T) {
 
 func TestEnvSourcedSettingIsReadOnly(t *testing.T) {
 	s := startServer(t, map[string]string{"CATTLE_FLEET_LEADER_ELECTION_RETRY_PERIOD": "4s"})
-	eventually(t, "source env", func() bool {
+	framework.Eventually(t, "source env", func() bool {
 		u, err := dyn().Resource(settingsGVR).Get(context.Background(), retry, metav1.GetOptions{})
 		return err == nil && u.Object["source"] == "env"
 	})
@@ -160,7 +161,7 @@ func TestSettingsAPI(t *testing.T) {
 		t.Errorf("valid PUT (as Rancher shows a set value: customized, source db): %d %v", code, body)
 	}
 	// It took effect: the provider's last good triple now has it.
-	eventually(t, "propagated", func() bool {
+	framework.Eventually(t, "propagated", func() bool {
 		cm, err := cp.Client.CoreV1().ConfigMaps(s.ns).Get(context.Background(), "leasetune-state", metav1.GetOptions{})
 		return err == nil && strings.Contains(cm.Data["effective"], `"fleet-controller":{"leaseDuration":"30s","renewDeadline":"25s","retryPeriod":"5s"}`)
 	})
@@ -333,7 +334,7 @@ func TestFloorAtTheDoor(t *testing.T) {
 	if code, body = call(t, s, http.MethodPut, "/v3/settings/"+retry, editor, `{"value":"1s"}`); code != http.StatusOK || body["value"] != "1s" {
 		t.Errorf("PUT retry 1s: %d %v", code, body)
 	}
-	eventually(t, "retry 1s in effect", func() bool {
+	framework.Eventually(t, "retry 1s in effect", func() bool {
 		cm, err := cp.Client.CoreV1().ConfigMaps(s.ns).Get(context.Background(), "leasetune-state", metav1.GetOptions{})
 		return err == nil && strings.Contains(cm.Data["effective"], `"fleet-controller":{"leaseDuration":"30s","renewDeadline":"25s","retryPeriod":"1s"}`)
 	})

@@ -52,7 +52,7 @@ func TestAgentTripleJudgedByWhatEveryAgentRuns(t *testing.T) {
 			t.Fatalf("%s %s: %v", kv[0], kv[1], err)
 		}
 	}
-	eventually(t, "40s/33s/15s on fleet-agentmanagement", func() bool { return agentEnv() == effective(t, "40s", "33s", "15s") })
+	framework.Eventually(t, "40s/33s/15s on fleet-agentmanagement", func() bool { return agentEnv() == effective(t, "40s", "33s", "15s") })
 
 	ns := cp.Namespace(t)
 	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
@@ -70,7 +70,7 @@ func TestAgentTripleJudgedByWhatEveryAgentRuns(t *testing.T) {
 	}
 	// The index may lag the cluster's creation by a moment; the refusal must come.
 	var err error
-	eventually(t, "renew 40s refused", func() bool {
+	framework.Eventually(t, "renew 40s refused", func() bool {
 		err = patchValue(agentRenew, "40s")
 		return err != nil
 	})
@@ -84,8 +84,8 @@ func TestAgentTripleJudgedByWhatEveryAgentRuns(t *testing.T) {
 	if err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "leasetune", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "renew 40s stored without the webhook", func() bool { return patchValue(agentRenew, "40s") == nil })
-	eventually(t, "refusal said on the agent Setting", func() bool {
+	framework.Eventually(t, "renew 40s stored without the webhook", func() bool { return patchValue(agentRenew, "40s") == nil })
+	framework.Eventually(t, "refusal said on the agent Setting", func() bool {
 		for _, m := range cp.Events(t, "", agentRenew, "AgentTimingsRefused") {
 			if strings.Contains(m, ns+"/edge-9") && strings.Contains(m, "agents keep") {
 				return true

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 var (
@@ -143,7 +144,7 @@ func TestCleanupFindsWhatItWroteWhereverItIs(t *testing.T) {
 		{provGVR, ns, "i"}:    "RETRY_PERIOD=8s",
 	}
 	for o, want := range sources {
-		eventually(t, o.name+" written", func() bool {
+		framework.Eventually(t, o.name+" written", func() bool {
 			u := getObj(t, o.gvr, o.ns, o.name)
 			_, rec := u.GetAnnotations()[agentenv.RecordAnnotation]
 			return rec && strings.HasSuffix(objEnv(u), want)

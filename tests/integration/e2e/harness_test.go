@@ -196,7 +196,7 @@ func resetSettings(t *testing.T) {
 	for _, d := range settings.Registry {
 		_ = dyn(settingGVR, "").Delete(context.Background(), d.Name, metav1.DeleteOptions{})
 	}
-	eventually(t, "settings gone", func() bool {
+	framework.Eventually(t, "settings gone", func() bool {
 		l, err := dyn(settingGVR, "").List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
@@ -206,7 +206,7 @@ func resetSettings(t *testing.T) {
 // controller creates the six when it starts leading).
 func setSetting(t *testing.T, name, value string) {
 	t.Helper()
-	eventually(t, "setting "+name+" exists", func() bool {
+	framework.Eventually(t, "setting "+name+" exists", func() bool {
 		_, err := dyn(settingGVR, "").Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil
 	})
@@ -353,9 +353,4 @@ func versions(t *testing.T, e env) string {
 		out = append(out, c.Name+"="+c.ResourceVersion)
 	}
 	return strings.Join(out, " ")
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	framework.Eventually(t, what, cond)
 }

@@ -180,7 +180,7 @@ func TestBrowser(t *testing.T) {
 	fleetCluster(t, workspace, "edge-2", []interface{}{
 		map[string]interface{}{"name": "CATTLE_ELECTION_LEASE_DURATION", "value": "35s"},
 	})
-	eventually(t, "the UIPlugin", func() bool { return getUIPlugin(t) != nil })
+	framework.Eventually(t, "the UIPlugin", func() bool { return getUIPlugin(t) != nil })
 	tok := token(t, cp.Namespace(t), "settings-admin", adminRules...)
 	srv := standIn(t, s, tok)
 

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/uiplugin"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 // TestUIPluginLifecycle follows leasetune's UIPlugin from a cluster without
@@ -65,7 +66,7 @@ func TestUIPluginLifecycle(t *testing.T) {
 	ensureNamespace(t, uiplugin.Namespace)
 	installUIPluginCRD(t)
 	var live *unstructured.Unstructured
-	eventually(t, "UIPlugin created once the CRD exists", func() bool {
+	framework.Eventually(t, "UIPlugin created once the CRD exists", func() bool {
 		live = getUIPlugin(t)
 		return live != nil
 	})
@@ -162,7 +163,7 @@ func TestUIPluginLifecycle(t *testing.T) {
 			types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "endpoint put back", func() bool {
+		framework.Eventually(t, "endpoint put back", func() bool {
 			e, _, _ := unstructured.NestedString(getUIPlugin(t).Object, "spec", "plugin", "endpoint")
 			return e == endpoint
 		})
@@ -179,7 +180,7 @@ func TestUIPluginLifecycle(t *testing.T) {
 
 	t.Run("a deleted UIPlugin comes back", func(t *testing.T) {
 		deleteUIPlugin(t)
-		eventually(t, "UIPlugin recreated", func() bool { return getUIPlugin(t) != nil })
+		framework.Eventually(t, "UIPlugin recreated", func() bool { return getUIPlugin(t) != nil })
 	})
 
 	t.Run("cleanup removes it", func(t *testing.T) {
@@ -286,7 +287,7 @@ func TestChartRBACForUIPlugin(t *testing.T) {
 			Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}).Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-done; deleteUIPlugin(t) })
-	eventually(t, "UIPlugin created with the chart's rights", func() bool { return getUIPlugin(t) != nil })
+	framework.Eventually(t, "UIPlugin created with the chart's rights", func() bool { return getUIPlugin(t) != nil })
 
 	// Those rights reach no other UIPlugin.
 	other := uiplugin.Desired(b, "http://x", nil)
