@@ -49,9 +49,10 @@ func WaitQuiet[S comparable](t testing.TB, what string, window, deadline time.Du
 	}
 }
 
-// Consistently checks cond every 50ms for d from now and reports with
-// t.Errorf the first time it does not hold; it returns whether cond held
-// throughout. It is the form of every claim that something does not
+// Consistently checks cond every 50ms for d from now, the last time at d,
+// and reports with t.Errorf the first time it does not hold; it returns
+// whether cond held throughout. It may run on another goroutine than the
+// test's. It is the form of every claim that something does not
 // happen ("writes nothing"); a d under ConsistentlyMin fails the test.
 func Consistently(t testing.TB, what string, d time.Duration, cond func() bool) bool {
 	t.Helper()
@@ -59,14 +60,16 @@ func Consistently(t testing.TB, what string, d time.Duration, cond func() bool) 
 		t.Fatalf("%s: Consistently for %s, less than ConsistentlyMin %s", what, d, ConsistentlyMin)
 	}
 	began := time.Now()
+	end := began.Add(d)
 	for {
 		if !cond() {
 			t.Errorf("%s: did not hold after %s", what, time.Since(began).Round(time.Millisecond))
 			return false
 		}
-		if time.Since(began) >= d {
+		left := time.Until(end)
+		if left <= 0 {
 			return true
 		}
-		time.Sleep(pollInterval)
+		time.Sleep(min(pollInterval, left))
 	}
 }

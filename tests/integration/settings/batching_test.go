@@ -36,9 +36,11 @@ func TestThreeEditsInARowTakeEffectOnce(t *testing.T) {
 	if st := r.Status(settings.FleetAgent); st.Pending == nil || *st.Pending != want {
 		t.Errorf("status while pending: %+v", st)
 	}
-	consistently(t, "the old triple stays until the settle time has passed", settle-time.Second, func() bool {
+	if !framework.Consistently(t, "the old triple stays until the settle time has passed", settle-time.Second, func() bool {
 		return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s"))
-	})
+	}) {
+		t.FailNow()
+	}
 	framework.Eventually(t, "the whole triple in effect", func() bool { return r.effectiveIs(settings.FleetAgent, want) })
 	if took := time.Since(began); took < 2*time.Second+settle {
 		t.Errorf("took effect after %s, before the settings had been unchanged for %s", took, settle)
@@ -89,10 +91,12 @@ func TestInvalidStoredTripleKeepsTheLastGoodWhole(t *testing.T) {
 	setValue(t, "fleet-leader-election-renew-deadline", "13s")
 	setValue(t, "fleet-leader-election-retry-period", "11s")
 	framework.Eventually(t, "inputs seen", func() bool { return r.inputsAre(settings.FleetController, "30s", "13s", "11s") })
-	consistently(t, "the last good triple stays whole", 4*time.Second, func() bool {
+	if !framework.Consistently(t, "the last good triple stays whole", 4*time.Second, func() bool {
 		st := r.Status(settings.FleetController)
 		return r.effectiveIs(settings.FleetController, tm("30s", "25s", "10s")) && st.Pending == nil
-	})
+	}) {
+		t.FailNow()
+	}
 	r.assertNotifiedValid(t)
 }
 

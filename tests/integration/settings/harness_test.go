@@ -146,20 +146,6 @@ func getSetting(t *testing.T, name string) *v3.Setting {
 	return s
 }
 
-// eventually polls cond every 50ms for up to 20s.
-
-// consistently fails if cond is false at any poll within d.
-func consistently(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if !cond() {
-			t.Fatalf("%s: stopped holding", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func tm(l, r, p string) election.Timings {
 	out, err := election.Parse(l, r, p)
 	if err != nil {

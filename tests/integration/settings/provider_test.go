@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -87,7 +86,7 @@ func TestDeletedSettingIsRestoredWithUserValue(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		consistently(t, "triple unchanged during delete and restore", 2*time.Second,
+		framework.Consistently(t, "triple unchanged during delete and restore", framework.ConsistentlyMin,
 			func() bool { return r.effectiveIs(settings.FleetController, want) })
 	}()
 	framework.Eventually(t, "restored with 5s", func() bool {

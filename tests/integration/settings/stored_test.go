@@ -4,7 +4,6 @@ import (
 	"context"
 	"reflect"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -72,7 +71,9 @@ func TestStoredAsRancherStoresThem(t *testing.T) {
 	setValue(t, retry, "5s")
 	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
 	want := map[string]interface{}{"value": "5s", "default": "10s", "customized": false, "source": ""}
-	consistently(t, "a set value stored as Rancher stores it", 2*time.Second, func() bool { return reflect.DeepEqual(stored(t, retry), want) })
+	if !framework.Consistently(t, "a set value stored as Rancher stores it", framework.ConsistentlyMin, func() bool { return reflect.DeepEqual(stored(t, retry), want) }) {
+		t.FailNow()
+	}
 
 	// Deleted: restored with the user's value, in the same shape.
 	if err := settingClient(t).Delete(retry, &metav1.DeleteOptions{}); err != nil {

@@ -39,16 +39,6 @@ var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Ver
 
 func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(cp.Config) }
 
-// consistently fails t when cond stops holding within d.
-func consistently(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if !cond() {
-			t.Fatalf("%s: stopped holding", what)
-		}
-	}
-}
-
 func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
 
 func installUIPluginCRD(t *testing.T) { cp.InstallUIPluginCRD(t) }

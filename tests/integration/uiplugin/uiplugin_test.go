@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,10 +56,12 @@ func TestUIPluginLifecycle(t *testing.T) {
 	t.Run("no UIPlugin without its CRD", func(t *testing.T) {
 		// The reconciler watches the CRD by name and does nothing else: the
 		// kind stays unserved (nothing was installed behind its back).
-		consistently(t, "no UIPlugin kind", 3*time.Second, func() bool {
+		if !framework.Consistently(t, "no UIPlugin kind", framework.ConsistentlyMin, func() bool {
 			_, err := dyn().Resource(uiplugin.UIPluginGVR).Namespace(uiplugin.Namespace).Get(context.Background(), "leasetune", metav1.GetOptions{})
 			return err != nil && isKindMissing(err)
-		})
+		}) {
+			t.FailNow()
+		}
 	})
 
 	ensureNamespace(t, uiplugin.Namespace)
@@ -154,7 +155,9 @@ func TestUIPluginLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		rv := getUIPlugin(t).GetResourceVersion()
-		consistently(t, "resourceVersion unchanged", 3*time.Second, func() bool { return getUIPlugin(t).GetResourceVersion() == rv })
+		if !framework.Consistently(t, "resourceVersion unchanged", framework.ConsistentlyMin, func() bool { return getUIPlugin(t).GetResourceVersion() == rv }) {
+			t.FailNow()
+		}
 	})
 
 	t.Run("owned fields are taken back, others stay", func(t *testing.T) {
@@ -175,7 +178,9 @@ func TestUIPluginLifecycle(t *testing.T) {
 			t.Error("another manager's metadata key was removed")
 		}
 		rv := u.GetResourceVersion()
-		consistently(t, "no further write", 2*time.Second, func() bool { return getUIPlugin(t).GetResourceVersion() == rv })
+		if !framework.Consistently(t, "no further write", framework.ConsistentlyMin, func() bool { return getUIPlugin(t).GetResourceVersion() == rv }) {
+			t.FailNow()
+		}
 	})
 
 	t.Run("a deleted UIPlugin comes back", func(t *testing.T) {
