@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -165,7 +164,15 @@ func TestCleanupFindsWhatItWroteWhereverItIs(t *testing.T) {
 		}
 		copies[o] = u.GetResourceVersion()
 	}
-	time.Sleep(2 * time.Second) // a write of a copy would follow its change
+	// A write of a copy would follow its change.
+	framework.Consistently(t, "Rancher's copies are not written", framework.ConsistentlyMin, func() bool {
+		for o, rv := range copies {
+			if getObj(t, o.gvr, o.ns, o.name).GetResourceVersion() != rv {
+				return false
+			}
+		}
+		return true
+	})
 	if c := pr.term(t); c != 0 {
 		t.Fatalf("exit %d", c)
 	}

@@ -89,7 +89,10 @@ func operatorJourney(t *testing.T, fleetVersion string) {
 		framework.Eventually(t, "global agent change reaches fleet-agentmanagement", func() bool {
 			return agentTriple(t, e) == mustParse("40s", "25s", "10s")
 		})
-		time.Sleep(2 * time.Second) // a cluster write would follow the triple change
+		// A cluster write would follow the triple change.
+		framework.Consistently(t, "no cluster written on Fleet v0.14 after the global agent change", framework.ConsistentlyMin, func() bool {
+			return clusterEnv(t, clusterNS, "edge-1") == proxy && clusterEnv(t, clusterNS, "edge-0") == proxy
+		})
 		for _, c := range []string{"edge-1", "edge-0"} {
 			if got := clusterEnv(t, clusterNS, c); got != proxy {
 				t.Errorf("%s written on Fleet v0.14 after the global agent change: %s", c, got)
@@ -125,7 +128,7 @@ func operatorJourney(t *testing.T, fleetVersion string) {
 	before := versions(t, e)
 	p2 := start(t, e, "replica-b")
 	framework.Eventually(t, "new leader", func() bool { return holder(t, e) == "replica-b" })
-	time.Sleep(3 * time.Second)
+	framework.Consistently(t, "a restart writes nothing", framework.ConsistentlyMin, func() bool { return versions(t, e) == before })
 	if after := versions(t, e); after != before {
 		t.Errorf("a restart wrote something:\nbefore %s\nafter  %s", before, after)
 	}
@@ -176,7 +179,15 @@ func TestTwoReplicas(t *testing.T) {
 	for _, d := range deployments {
 		framework.Eventually(t, d, func() bool { return controllerTriple(t, e, d) == want })
 	}
-	time.Sleep(2 * time.Second)
+	framework.Consistently(t, "exactly one write of each Deployment", framework.ConsistentlyMin, func() bool {
+		for _, d := range deployments {
+			got, _ := cp.Client.AppsV1().Deployments(e.fleetNS).Get(context.Background(), d, metav1.GetOptions{})
+			if got.Generation != gens[d]+1 {
+				return false
+			}
+		}
+		return true
+	})
 	for _, d := range deployments {
 		got, _ := cp.Client.AppsV1().Deployments(e.fleetNS).Get(context.Background(), d, metav1.GetOptions{})
 		if got.Generation != gens[d]+1 {
