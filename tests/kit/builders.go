@@ -200,10 +200,12 @@ func Deployment(ns, name string, opts ...DeploymentOption) *appsv1.Deployment {
 	return d
 }
 
-// WithContainer appends a container of the pod template with env.
+// WithContainer appends a container of the pod template with (a copy of)
+// env.
 func WithContainer(name string, env ...corev1.EnvVar) DeploymentOption {
 	return func(d *appsv1.Deployment) {
-		d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: name, Env: env})
+		d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers,
+			corev1.Container{Name: name, Env: append([]corev1.EnvVar(nil), env...)})
 	}
 }
 
