@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -17,6 +15,7 @@ import (
 	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 var (
@@ -235,16 +234,8 @@ func TestDeleteAndRecreate(t *testing.T) {
 func TestSecondReplica(t *testing.T) {
 	e := newEnv(t)
 	other := newEnv(t)
-	sidecar := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "rancher-webhook", Namespace: e.ns},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rancher-webhook"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rancher-webhook"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "rancher", Image: "rancher/rancher:v2.11.3"}}},
-			},
-		},
-	}
+	sidecar := kit.Deployment(e.ns, "rancher-webhook", kit.WithSelector(map[string]string{"app": "rancher-webhook"}),
+		kit.WithContainer("rancher"), kit.WithImage("rancher", "rancher/rancher:v2.11.3"))
 	if _, err := cp.Client.AppsV1().Deployments(e.ns).Create(context.Background(), sidecar, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
