@@ -133,12 +133,13 @@ func TestAnotherWriterThatKeepsRemovingTheEntries(t *testing.T) {
 	framework.Eventually(t, "fenced and reported", func() bool {
 		return strings.Contains(getObj(t, fleetGVR, ns, "fought").GetAnnotations()[agentenv.StatusAnnotation], "gitops-bot")
 	})
-	if r.Problems()[ns+"/fought"] != agentenv.ProblemReverted {
-		t.Errorf("problems %v", r.Problems())
-	}
-	if ev := cp.Events(t, ns, "fought", "AgentEnvReverted"); len(ev) != 1 || !strings.Contains(ev[0], "gitops-bot") {
-		t.Errorf("events %v", ev)
-	}
+	// The report step follows the write: the problem and the Event come
+	// right after the annotation.
+	framework.Eventually(t, "the problem recorded", func() bool { return r.Problems()[ns+"/fought"] == agentenv.ProblemReverted })
+	framework.Eventually(t, "one AgentEnvReverted Event naming the writer", func() bool {
+		ev := cp.Events(t, ns, "fought", "AgentEnvReverted")
+		return len(ev) == 1 && strings.Contains(ev[0], "gitops-bot")
+	})
 	n := r.settle()
 	// The writer goes on: leasetune must not.
 	r.writes.NoWrites(t, "fenced", framework.ConsistentlyMin, r.idle)
