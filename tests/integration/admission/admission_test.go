@@ -20,6 +20,7 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 const (
@@ -194,13 +195,8 @@ func TestWebhookDownBlocksOnlyOurSettings(t *testing.T) {
 func TestOverrideAnnotations(t *testing.T) {
 	s := startServer(t, nil)
 	ns := cp.Namespace(t)
-	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster", "spec": map[string]interface{}{}}}
-	fc.SetNamespace(ns)
-	fc.SetName("edge")
+	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, "edge"))
 	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
-	if _, err := r.Create(context.Background(), fc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	annotate := func(v interface{}) error {
 		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{agentenv.RetryPeriodAnnotation: v}}})
 		_, err := r.Patch(context.Background(), "edge", types.MergePatchType, body, metav1.PatchOptions{})
@@ -344,13 +340,8 @@ func TestFloorAtTheDoor(t *testing.T) {
 
 	// An override annotation, against the global agent triple 30s/25s/10s.
 	ns := cp.Namespace(t)
-	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster", "spec": map[string]interface{}{}}}
-	fc.SetNamespace(ns)
-	fc.SetName("edge")
+	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, "edge"))
 	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
-	if _, err := r.Create(context.Background(), fc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	annotate := func(key, v string) error {
 		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{key: v}}})
 		_, err := r.Patch(context.Background(), "edge", types.MergePatchType, body, metav1.PatchOptions{})
@@ -397,20 +388,10 @@ func TestOverrideRefusedWhereFleetRendersTheNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster", "spec": map[string]interface{}{}}}
-	fc.SetNamespace(ns)
-	fc.SetName("edge")
+	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, "edge"))
 	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
-	if _, err := r.Create(context.Background(), fc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	mgmt := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Cluster", "spec": map[string]interface{}{}}}
-	mgmt.SetName(ns + "-imported")
+	cp.Create(t, agentenv.ManagementClusterGVR, kit.ManagementCluster(ns+"-imported"))
 	m := dyn().Resource(agentenv.ManagementClusterGVR)
-	if _, err := m.Create(context.Background(), mgmt, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Delete(context.Background(), ns+"-imported", metav1.DeleteOptions{}) })
 	patch := func(ri dynamic.ResourceInterface, name, v string) error {
 		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{agentenv.RetryPeriodAnnotation: v}}})
 		_, err := ri.Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{})

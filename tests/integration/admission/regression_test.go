@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -18,6 +17,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // asLeasetune writes as the project's own (exempt) service account.
@@ -75,10 +75,7 @@ func TestOverridesAreCheckedAgainstTheTripleInEffect(t *testing.T) {
 	ns := cp.Namespace(t)
 	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
 	for i, v := range []string{"ten", "30s", " 5s"} {
-		fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster", "spec": map[string]interface{}{}}}
-		fc.SetNamespace(ns)
-		fc.SetName(fmt.Sprintf("c%d", i))
-		fc.SetAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: v})
+		fc := kit.FleetCluster(ns, fmt.Sprintf("c%d", i), kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: v}))
 		if _, err := r.Create(context.Background(), fc, metav1.CreateOptions{}); err == nil {
 			t.Errorf("override retry-period=%q accepted", v)
 		}

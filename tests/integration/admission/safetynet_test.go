@@ -8,12 +8,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 const (
@@ -55,15 +55,8 @@ func TestAgentTripleJudgedByWhatEveryAgentRuns(t *testing.T) {
 	framework.Eventually(t, "40s/33s/15s on fleet-agentmanagement", func() bool { return agentEnv() == effective(t, "40s", "33s", "15s") })
 
 	ns := cp.Namespace(t)
-	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
-		"spec": map[string]interface{}{"agentEnvVars": []interface{}{map[string]interface{}{"name": "CATTLE_ELECTION_LEASE_DURATION", "value": "35s"}}}}}
-	fc.SetNamespace(ns)
-	fc.SetName("edge-9")
+	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, "edge-9", kit.WithEnv(kit.Env("CATTLE_ELECTION_LEASE_DURATION=35s")...)))
 	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
-	if _, err := r.Create(ctx, fc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Delete(context.Background(), "edge-9", metav1.DeleteOptions{}) })
 
 	if err := patchValue(agentLease, "60s"); err != nil {
 		t.Fatalf("lease 60s (the agent of edge-9 runs 35s/33s/15s): %v", err)
