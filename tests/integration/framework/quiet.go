@@ -26,7 +26,8 @@ const (
 // that has not happened within deadline, with what report says of the
 // last window (report gets the time the window began): something that
 // keeps changing is a loop, and a test waiting for it to end would
-// otherwise hang until go test's own timeout.
+// otherwise hang until go test's own timeout. Call it on the test's
+// goroutine (it may end the test).
 func WaitQuiet[S comparable](t testing.TB, what string, window, deadline time.Duration,
 	state func() (s S, ok bool), report func(since time.Time) string) S {
 	t.Helper()
