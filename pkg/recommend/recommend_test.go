@@ -2,11 +2,11 @@ package recommend
 
 import (
 	"errors"
-	"math/rand"
 	"testing"
 	"time"
 
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 const s = time.Second
@@ -93,7 +93,7 @@ func TestUnreachable(t *testing.T) {
 // every triple Best and Curve return validates, meets the target, and is
 // never beaten on retry period by a triple that meets it.
 func TestEveryRecommendationValidates(t *testing.T) {
-	rnd := rand.New(rand.NewSource(1))
+	rnd := kit.Rand(t, 1)
 	for i := 0; i < 2000; i++ {
 		target := Target{
 			MaxFailover:      time.Duration(rnd.Int63n(int64(3 * time.Hour))),

@@ -2,7 +2,6 @@ package settings
 
 import (
 	"errors"
-	"math/rand"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 func setting(name, value, source string) v3.Setting {
@@ -135,7 +135,7 @@ var hintStep = regexp.MustCompile(`(fleet-leader-election-[a-z-]+) to ([0-9.hms]
 // TestHintsAreFollowable: for random valid triples and edits, every hint's
 // steps, applied in order, are each accepted, and then so is the edit.
 func TestHintsAreFollowable(t *testing.T) {
-	rng := rand.New(rand.NewSource(1))
+	rng := kit.Rand(t, 1)
 	// Values near the floor (retry 1s, renew 2s, lease 3s) and below it included.
 	durs := []string{"999ms", "1s", "1.5s", "1.999s", "2s", "2.5s", "3s", "5s", "8s", "10s", "15s", "20s", "25s", "30s", "45s", "1m0s", "2m0s", "5m0s", "10m0s", "30m0s", "1h0m0s"}
 	names := []string{cL, cD, cP}

@@ -1,7 +1,6 @@
 package agentenv
 
 import (
-	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 func mustT(t *testing.T, l, r, p string) election.Timings {
@@ -61,7 +61,7 @@ func TestJudgeGlobalRepro(t *testing.T) {
 // writes on each cluster — leaves no agent whose triple was valid with an
 // invalid one.
 func TestNothingPropagatedLeavesAnAgentInvalid(t *testing.T) {
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	rng := kit.Rand(t, 1)
 	secs := func(lo, hi int) string { return (time.Duration(lo+rng.Intn(hi-lo+1)) * time.Second).String() }
 	randTriple := func() election.Timings {
 		for {

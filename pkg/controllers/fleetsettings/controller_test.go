@@ -19,6 +19,7 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // fixedTriples is a settings.Triples that never changes.
@@ -45,9 +46,7 @@ func newTestController(t *testing.T, tr fixedTriples, ctrl *gomock.Controller) (
 }
 
 func gitjob(env []corev1.EnvVar) *appsv1.Deployment {
-	d := deployment("gitjob", corev1.Container{Name: "gitjob", Env: env})
-	d.Namespace = "cattle-fleet-system"
-	return d
+	return kit.Deployment("cattle-fleet-system", "gitjob", kit.WithContainer("gitjob", env...))
 }
 
 // TestDoNothing: a converged Deployment makes no API call at all.
@@ -89,7 +88,7 @@ func TestEnqueueAll(t *testing.T) {
 	c, cs, deps, cms := newTestController(t, fixedTriples{}, ctrl)
 	cache := fake.NewMockCacheInterface[*appsv1.Deployment](ctrl)
 	deps.EXPECT().Cache().Return(cache)
-	cache.EXPECT().List("cattle-fleet-system", labels.Everything()).Return([]*appsv1.Deployment{gitjob(nil), deployment("helmops")}, nil)
+	cache.EXPECT().List("cattle-fleet-system", labels.Everything()).Return([]*appsv1.Deployment{gitjob(nil), kit.Deployment("", "helmops")}, nil)
 	deps.EXPECT().Enqueue("cattle-fleet-system", "gitjob")
 	deps.EXPECT().Enqueue("", "helmops")
 	cms.EXPECT().Enqueue("cattle-system", RancherConfigName)
@@ -115,8 +114,8 @@ func TestAgentRedeploysAreCounted(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctl, cs, _, _ := newTestController(t, c.tr, gomock.NewController(t))
 			ctl.opts.Agents = func() int { return 7 }
-			d := deployment("fleet-controller", corev1.Container{Name: fleet.AgentManagementContainer, Env: append(append([]corev1.EnvVar{}, fleetEnv...), agentEnv...)})
-			d.Namespace = "cattle-fleet-system"
+			d := kit.Deployment("cattle-fleet-system", "fleet-controller",
+				kit.WithContainer(fleet.AgentManagementContainer, append(append([]corev1.EnvVar{}, fleetEnv...), agentEnv...)...))
 			if err := cs.Tracker().Add(d); err != nil {
 				t.Fatal(err)
 			}

@@ -12,43 +12,28 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/tests/kit"
 )
 
-func env(kv ...string) []corev1.EnvVar {
-	var out []corev1.EnvVar
-	for i := 0; i < len(kv); i += 2 {
-		out = append(out, corev1.EnvVar{Name: kv[i], Value: kv[i+1]})
-	}
-	return out
-}
-
-func deployment(name string, containers ...corev1.Container) *appsv1.Deployment {
-	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appsv1.DeploymentSpec{
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: containers}}}}
-}
-
 var (
-	fleetEnv = env("NAMESPACE", "x",
-		"CATTLE_ELECTION_LEASE_DURATION", "30s", "CATTLE_ELECTION_RETRY_PERIOD", "10s", "CATTLE_ELECTION_RENEW_DEADLINE", "25s")
-	agentEnv = env("FLEET_AGENT_ELECTION_LEASE_DURATION", "30s", "FLEET_AGENT_ELECTION_RETRY_PERIOD", "10s",
-		"FLEET_AGENT_ELECTION_RENEW_DEADLINE", "25s")
-	five = election.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 25 * time.Second, RetryPeriod: 5 * time.Second}
+	fleetEnv = kit.Env("NAMESPACE=x", "CATTLE_ELECTION_LEASE_DURATION=30s", "CATTLE_ELECTION_RETRY_PERIOD=10s", "CATTLE_ELECTION_RENEW_DEADLINE=25s")
+	agentEnv = kit.Env("FLEET_AGENT_ELECTION_LEASE_DURATION=30s", "FLEET_AGENT_ELECTION_RETRY_PERIOD=10s", "FLEET_AGENT_ELECTION_RENEW_DEADLINE=25s")
+	five     = election.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 25 * time.Second, RetryPeriod: 5 * time.Second}
 )
 
 func TestDesired(t *testing.T) {
 	defaults := Inputs{Controller: election.FleetDefaults, ControllerOK: true, Agent: election.FleetDefaults, AgentOK: true,
 		Channel: fleet.ChannelAgentManagement}
-	v014 := deployment("fleet-controller",
-		corev1.Container{Name: "fleet-controller", Env: fleetEnv},
-		corev1.Container{Name: "fleet-cleanup", Env: fleetEnv},
-		corev1.Container{Name: "fleet-agentmanagement", Env: append(append([]corev1.EnvVar{}, fleetEnv...), agentEnv...)},
-		corev1.Container{Name: "sidecar", Env: env("CATTLE_ELECTION_RETRY_PERIOD", "1s")})
-	v09 := deployment("fleet-controller", corev1.Container{Name: "fleet-controller", Env: env("NAMESPACE", "x")})
-	v012am := deployment("fleet-controller", corev1.Container{Name: "fleet-agentmanagement", Env: fleetEnv})
+	v014 := kit.Deployment("", "fleet-controller",
+		kit.WithContainer("fleet-controller", fleetEnv...),
+		kit.WithContainer("fleet-cleanup", fleetEnv...),
+		kit.WithContainer("fleet-agentmanagement", append(append([]corev1.EnvVar{}, fleetEnv...), agentEnv...)...),
+		kit.WithContainer("sidecar", kit.Env("CATTLE_ELECTION_RETRY_PERIOD=1s")...))
+	v09 := kit.Deployment("", "fleet-controller", kit.WithContainer("fleet-controller", kit.Env("NAMESPACE=x")...))
+	v012am := kit.Deployment("", "fleet-controller", kit.WithContainer("fleet-agentmanagement", fleetEnv...))
 	with := func(in Inputs, f func(*Inputs)) Inputs { f(&in); return in }
 
 	cases := []struct {
@@ -58,8 +43,8 @@ func TestDesired(t *testing.T) {
 		want []ContainerEnv
 	}{
 		{"nothing changes", v014, defaults, nil},
-		{"equal durations written differently are equal", deployment("gitjob", corev1.Container{Name: "gitjob",
-			Env: env("CATTLE_ELECTION_LEASE_DURATION", "0.5m", "CATTLE_ELECTION_RENEW_DEADLINE", "25000ms", "CATTLE_ELECTION_RETRY_PERIOD", "10s")}),
+		{"equal durations written differently are equal", kit.Deployment("", "gitjob", kit.WithContainer("gitjob",
+			kit.Env("CATTLE_ELECTION_LEASE_DURATION=0.5m", "CATTLE_ELECTION_RENEW_DEADLINE=25000ms", "CATTLE_ELECTION_RETRY_PERIOD=10s")...)),
 			defaults, nil},
 		{"controller change reaches every Fleet container, not the sidecar", v014, with(defaults, func(i *Inputs) { i.Controller = five }),
 			[]ContainerEnv{
@@ -78,17 +63,17 @@ func TestDesired(t *testing.T) {
 			[]ContainerEnv{{"fleet-agentmanagement", election.FleetAgentPrefix.Env(five)}}},
 		{"unknown controller triple: nothing", v09, with(defaults, func(i *Inputs) { i.ControllerOK = false }), nil},
 		{"invalid triple never written", v09, with(defaults, func(i *Inputs) { i.Controller.RetryPeriod = time.Minute }), nil},
-		{"a missing name means all three are written", deployment("helmops", corev1.Container{Name: "helmops",
-			Env: env("CATTLE_ELECTION_LEASE_DURATION", "30s", "CATTLE_ELECTION_RENEW_DEADLINE", "25s")}),
+		{"a missing name means all three are written", kit.Deployment("", "helmops", kit.WithContainer("helmops",
+			kit.Env("CATTLE_ELECTION_LEASE_DURATION=30s", "CATTLE_ELECTION_RENEW_DEADLINE=25s")...)),
 			defaults, []ContainerEnv{{"helmops", election.CattlePrefix.Env(election.FleetDefaults)}}},
-		{"valueFrom is rewritten", deployment("gitjob", corev1.Container{Name: "gitjob",
-			Env: append(env("CATTLE_ELECTION_LEASE_DURATION", "30s", "CATTLE_ELECTION_RENEW_DEADLINE", "25s"),
-				corev1.EnvVar{Name: "CATTLE_ELECTION_RETRY_PERIOD", ValueFrom: &corev1.EnvVarSource{}})}),
+		{"valueFrom is rewritten", kit.Deployment("", "gitjob", kit.WithContainer("gitjob",
+			append(kit.Env("CATTLE_ELECTION_LEASE_DURATION=30s", "CATTLE_ELECTION_RENEW_DEADLINE=25s"),
+				corev1.EnvVar{Name: "CATTLE_ELECTION_RETRY_PERIOD", ValueFrom: &corev1.EnvVarSource{}})...)),
 			defaults, []ContainerEnv{{"gitjob", election.CattlePrefix.Env(election.FleetDefaults)}}},
-		{"a conflicting duplicate is fixed", deployment("gitjob", corev1.Container{Name: "gitjob",
-			Env: append(append([]corev1.EnvVar{}, fleetEnv...), env("CATTLE_ELECTION_RETRY_PERIOD", "2s")...)}),
+		{"a conflicting duplicate is fixed", kit.Deployment("", "gitjob", kit.WithContainer("gitjob",
+			append(append([]corev1.EnvVar{}, fleetEnv...), kit.Env("CATTLE_ELECTION_RETRY_PERIOD=2s")...)...)),
 			defaults, []ContainerEnv{{"gitjob", election.CattlePrefix.Env(election.FleetDefaults)}}},
-		{"not a Fleet Deployment", deployment("rancher", corev1.Container{Name: "fleet-controller"}), defaults, nil},
+		{"not a Fleet Deployment", kit.Deployment("", "rancher", kit.WithContainer("fleet-controller")), defaults, nil},
 	}
 	for _, c := range cases {
 		got := Desired(c.d, c.in)
@@ -99,7 +84,7 @@ func TestDesired(t *testing.T) {
 }
 
 func TestIsTargetShards(t *testing.T) {
-	shard := deployment("gitjob-shard-a")
+	shard := kit.Deployment("", "gitjob-shard-a")
 	if fleet.IsTarget(shard) {
 		t.Error("a shard-named Deployment without the shard-id label is a target")
 	}
@@ -136,10 +121,10 @@ func TestPatchBody(t *testing.T) {
 	dup := corev1.EnvVar{Name: "CATTLE_ELECTION_RETRY_PERIOD", Value: "20s"} // left by the chart's extraEnv
 	from := corev1.EnvVar{Name: "CATTLE_ELECTION_RENEW_DEADLINE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "k"}}}
 	other := corev1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "t"}}}
-	d := deployment("gitjob",
-		corev1.Container{Name: "sidecar", Env: env("CATTLE_ELECTION_RETRY_PERIOD", "1s")},
-		corev1.Container{Name: "gitjob", Env: append(env("NAMESPACE", "x", "CATTLE_ELECTION_RETRY_PERIOD", "10s"), from, other, dup)},
-		corev1.Container{Name: "fleet-cleanup"})
+	d := kit.Deployment("", "gitjob",
+		kit.WithContainer("sidecar", kit.Env("CATTLE_ELECTION_RETRY_PERIOD=1s")...),
+		kit.WithContainer("gitjob", append(kit.Env("NAMESPACE=x", "CATTLE_ELECTION_RETRY_PERIOD=10s"), from, other, dup)...),
+		kit.WithContainer("fleet-cleanup"))
 	got := applyPatch(t, d, Desired(d, Inputs{Controller: five, ControllerOK: true}))
 
 	names := func(c corev1.Container) (out []string) {

@@ -16,6 +16,7 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/rancher"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 var opted = election.Timings{LeaseDuration: 45 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 5 * time.Second}
@@ -23,17 +24,10 @@ var opted = election.Timings{LeaseDuration: 45 * time.Second, RenewDeadline: 30 
 // deployment is the Rancher Deployment as the chart renders its env
 // (rancher/rancher v2.11.3 chart/templates/deployment.yaml), settled.
 func deployment(tag string, extra ...corev1.EnvVar) *appsv1.Deployment {
-	three := int32(3)
-	env := append([]corev1.EnvVar{
-		{Name: "CATTLE_NAMESPACE", Value: "cattle-system"}, {Name: "CATTLE_PEER_SERVICE", Value: "rancher"},
-		{Name: "IMPERATIVE_API_DIRECT", Value: "true"}, {Name: "IMPERATIVE_API_APP_SELECTOR", Value: "rancher"},
-	}, extra...)
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "cattle-system", Name: "rancher", Generation: 1},
-		Spec: appsv1.DeploymentSpec{Replicas: &three, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "rancher", Image: "rancher/rancher:" + tag, Env: env}}}}},
-		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 3, ReadyReplicas: 3},
-	}
+	env := append(kit.Env("CATTLE_NAMESPACE=cattle-system", "CATTLE_PEER_SERVICE=rancher",
+		"IMPERATIVE_API_DIRECT=true", "IMPERATIVE_API_APP_SELECTOR=rancher"), extra...)
+	return kit.Deployment("cattle-system", "rancher", kit.WithReplicas(3),
+		kit.WithContainer("rancher", env...), kit.WithImage("rancher", "rancher/rancher:"+tag), kit.RolledOut(1))
 }
 
 // apply runs Decide and applies its patch to d, as the apiserver would

@@ -19,6 +19,8 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 const (
@@ -107,7 +109,7 @@ func TestProjectServiceAccountIsExempt(t *testing.T) {
 
 func TestEnvSourcedSettingIsReadOnly(t *testing.T) {
 	s := startServer(t, map[string]string{"CATTLE_FLEET_LEADER_ELECTION_RETRY_PERIOD": "4s"})
-	eventually(t, "source env", func() bool {
+	framework.Eventually(t, "source env", func() bool {
 		u, err := dyn().Resource(settingsGVR).Get(context.Background(), retry, metav1.GetOptions{})
 		return err == nil && u.Object["source"] == "env"
 	})
@@ -160,7 +162,7 @@ func TestSettingsAPI(t *testing.T) {
 		t.Errorf("valid PUT (as Rancher shows a set value: customized, source db): %d %v", code, body)
 	}
 	// It took effect: the provider's last good triple now has it.
-	eventually(t, "propagated", func() bool {
+	framework.Eventually(t, "propagated", func() bool {
 		cm, err := cp.Client.CoreV1().ConfigMaps(s.ns).Get(context.Background(), "leasetune-state", metav1.GetOptions{})
 		return err == nil && strings.Contains(cm.Data["effective"], `"fleet-controller":{"leaseDuration":"30s","renewDeadline":"25s","retryPeriod":"5s"}`)
 	})
@@ -193,13 +195,8 @@ func TestWebhookDownBlocksOnlyOurSettings(t *testing.T) {
 func TestOverrideAnnotations(t *testing.T) {
 	s := startServer(t, nil)
 	ns := cp.Namespace(t)
-	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster", "spec": map[string]interface{}{}}}
-	fc.SetNamespace(ns)
-	fc.SetName("edge")
+	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, "edge"))
 	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
-	if _, err := r.Create(context.Background(), fc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	annotate := func(v interface{}) error {
 		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{agentenv.RetryPeriodAnnotation: v}}})
 		_, err := r.Patch(context.Background(), "edge", types.MergePatchType, body, metav1.PatchOptions{})
@@ -333,7 +330,7 @@ func TestFloorAtTheDoor(t *testing.T) {
 	if code, body = call(t, s, http.MethodPut, "/v3/settings/"+retry, editor, `{"value":"1s"}`); code != http.StatusOK || body["value"] != "1s" {
 		t.Errorf("PUT retry 1s: %d %v", code, body)
 	}
-	eventually(t, "retry 1s in effect", func() bool {
+	framework.Eventually(t, "retry 1s in effect", func() bool {
 		cm, err := cp.Client.CoreV1().ConfigMaps(s.ns).Get(context.Background(), "leasetune-state", metav1.GetOptions{})
 		return err == nil && strings.Contains(cm.Data["effective"], `"fleet-controller":{"leaseDuration":"30s","renewDeadline":"25s","retryPeriod":"1s"}`)
 	})
@@ -343,13 +340,8 @@ func TestFloorAtTheDoor(t *testing.T) {
 
 	// An override annotation, against the global agent triple 30s/25s/10s.
 	ns := cp.Namespace(t)
-	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster", "spec": map[string]interface{}{}}}
-	fc.SetNamespace(ns)
-	fc.SetName("edge")
+	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, "edge"))
 	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
-	if _, err := r.Create(context.Background(), fc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	annotate := func(key, v string) error {
 		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{key: v}}})
 		_, err := r.Patch(context.Background(), "edge", types.MergePatchType, body, metav1.PatchOptions{})
@@ -396,20 +388,10 @@ func TestOverrideRefusedWhereFleetRendersTheNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster", "spec": map[string]interface{}{}}}
-	fc.SetNamespace(ns)
-	fc.SetName("edge")
+	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, "edge"))
 	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
-	if _, err := r.Create(context.Background(), fc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	mgmt := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Cluster", "spec": map[string]interface{}{}}}
-	mgmt.SetName(ns + "-imported")
+	cp.Create(t, agentenv.ManagementClusterGVR, kit.ManagementCluster(ns+"-imported"))
 	m := dyn().Resource(agentenv.ManagementClusterGVR)
-	if _, err := m.Create(context.Background(), mgmt, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Delete(context.Background(), ns+"-imported", metav1.DeleteOptions{}) })
 	patch := func(ri dynamic.ResourceInterface, name, v string) error {
 		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{agentenv.RetryPeriodAnnotation: v}}})
 		_, err := ri.Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{})

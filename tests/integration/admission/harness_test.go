@@ -59,11 +59,11 @@ func startServer(t *testing.T, env map[string]string) *server {
 		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
 	t.Cleanup(s.stop)
-	eventually(t, "settings created", func() bool {
+	framework.Eventually(t, "settings created", func() bool {
 		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) >= 6
 	})
-	eventually(t, "webhook answers", func() bool {
+	framework.Eventually(t, "webhook answers", func() bool {
 		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Second}
 		resp, err := c.Get("https://" + s.addr + "/v3/settings")
 		if err == nil {
@@ -71,7 +71,7 @@ func startServer(t *testing.T, env map[string]string) *server {
 		}
 		return err == nil
 	})
-	eventually(t, "caBundle published", func() bool {
+	framework.Eventually(t, "caBundle published", func() bool {
 		v, err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), "leasetune", metav1.GetOptions{})
 		return err == nil && len(v.Webhooks[0].ClientConfig.CABundle) > 0 && len(v.Webhooks[1].ClientConfig.CABundle) > 0
 	})
@@ -106,11 +106,6 @@ func patchValue(name, value string) error {
 	body, _ := json.Marshal(map[string]string{"value": value})
 	_, err := dyn().Resource(settingsGVR).Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{})
 	return err
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	framework.Eventually(t, what, cond)
 }
 
 // token returns a bearer token for a new service account bound to a

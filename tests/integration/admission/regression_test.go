@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -17,6 +16,8 @@ import (
 	"leasetune.io/leasetune/pkg/admission"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // asLeasetune writes as the project's own (exempt) service account.
@@ -66,7 +67,7 @@ func TestQuickSuccessiveEditsAreJudgedOnCurrentValues(t *testing.T) {
 // checked against it, and unparsable ones are always refused.
 func TestOverridesAreCheckedAgainstTheTripleInEffect(t *testing.T) {
 	s := startServer(t, nil)
-	eventually(t, "state written", func() bool {
+	framework.Eventually(t, "state written", func() bool {
 		cm, err := cp.Client.CoreV1().ConfigMaps(s.ns).Get(context.Background(), "leasetune-state", metav1.GetOptions{})
 		return err == nil && strings.Contains(cm.Data["effective"], "fleet-agent")
 	})
@@ -74,10 +75,7 @@ func TestOverridesAreCheckedAgainstTheTripleInEffect(t *testing.T) {
 	ns := cp.Namespace(t)
 	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
 	for i, v := range []string{"ten", "30s", " 5s"} {
-		fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster", "spec": map[string]interface{}{}}}
-		fc.SetNamespace(ns)
-		fc.SetName(fmt.Sprintf("c%d", i))
-		fc.SetAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: v})
+		fc := kit.FleetCluster(ns, fmt.Sprintf("c%d", i), kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: v}))
 		if _, err := r.Create(context.Background(), fc, metav1.CreateOptions{}); err == nil {
 			t.Errorf("override retry-period=%q accepted", v)
 		}
@@ -109,7 +107,7 @@ func TestPutNeedsOnlyGetAndPatch(t *testing.T) {
 // make an env-set setting writable (the env var is on the pod).
 func TestEnvSettingCannotBeChangedInTwoSteps(t *testing.T) {
 	startServer(t, map[string]string{"CATTLE_FLEET_LEADER_ELECTION_RETRY_PERIOD": "4s"})
-	eventually(t, "source env", func() bool {
+	framework.Eventually(t, "source env", func() bool {
 		u, err := dyn().Resource(settingsGVR).Get(context.Background(), retry, metav1.GetOptions{})
 		return err == nil && u.Object["source"] == "env"
 	})
@@ -136,7 +134,7 @@ func TestReplicasFollowARotatedSecret(t *testing.T) {
 	if err := admission.PatchCABundle(ctx, cp.Client, "leasetune", ca); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "writes pass through the webhook again", func() bool { return patchValue(retry, "5s") == nil })
+	framework.Eventually(t, "writes pass through the webhook again", func() bool { return patchValue(retry, "5s") == nil })
 
 	// A Secret without ca.crt is an error, never an empty caBundle.
 	bad := cp.Namespace(t)

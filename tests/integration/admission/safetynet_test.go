@@ -8,12 +8,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 const (
@@ -52,25 +52,18 @@ func TestAgentTripleJudgedByWhatEveryAgentRuns(t *testing.T) {
 			t.Fatalf("%s %s: %v", kv[0], kv[1], err)
 		}
 	}
-	eventually(t, "40s/33s/15s on fleet-agentmanagement", func() bool { return agentEnv() == effective(t, "40s", "33s", "15s") })
+	framework.Eventually(t, "40s/33s/15s on fleet-agentmanagement", func() bool { return agentEnv() == effective(t, "40s", "33s", "15s") })
 
 	ns := cp.Namespace(t)
-	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
-		"spec": map[string]interface{}{"agentEnvVars": []interface{}{map[string]interface{}{"name": "CATTLE_ELECTION_LEASE_DURATION", "value": "35s"}}}}}
-	fc.SetNamespace(ns)
-	fc.SetName("edge-9")
+	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, "edge-9", kit.WithEnv(kit.Env("CATTLE_ELECTION_LEASE_DURATION=35s")...)))
 	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
-	if _, err := r.Create(ctx, fc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Delete(context.Background(), "edge-9", metav1.DeleteOptions{}) })
 
 	if err := patchValue(agentLease, "60s"); err != nil {
 		t.Fatalf("lease 60s (the agent of edge-9 runs 35s/33s/15s): %v", err)
 	}
 	// The index may lag the cluster's creation by a moment; the refusal must come.
 	var err error
-	eventually(t, "renew 40s refused", func() bool {
+	framework.Eventually(t, "renew 40s refused", func() bool {
 		err = patchValue(agentRenew, "40s")
 		return err != nil
 	})
@@ -84,8 +77,8 @@ func TestAgentTripleJudgedByWhatEveryAgentRuns(t *testing.T) {
 	if err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "leasetune", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "renew 40s stored without the webhook", func() bool { return patchValue(agentRenew, "40s") == nil })
-	eventually(t, "refusal said on the agent Setting", func() bool {
+	framework.Eventually(t, "renew 40s stored without the webhook", func() bool { return patchValue(agentRenew, "40s") == nil })
+	framework.Eventually(t, "refusal said on the agent Setting", func() bool {
 		for _, m := range cp.Events(t, "", agentRenew, "AgentTimingsRefused") {
 			if strings.Contains(m, ns+"/edge-9") && strings.Contains(m, "agents keep") {
 				return true
@@ -93,7 +86,9 @@ func TestAgentTripleJudgedByWhatEveryAgentRuns(t *testing.T) {
 		}
 		return false
 	})
-	time.Sleep(2 * time.Second)
+	framework.Consistently(t, "fleet-agentmanagement keeps the triple every agent can run", framework.ConsistentlyMin, func() bool {
+		return agentEnv() == effective(t, "60s", "33s", "15s")
+	})
 	if got := agentEnv(); got != effective(t, "60s", "33s", "15s") {
 		t.Errorf("fleet-agentmanagement got %s: an agent would run an invalid triple", got)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/admission"
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 // slowProxy forwards to the real kube-apiserver; while slow is set, reads
@@ -83,7 +84,7 @@ func TestAdmissionWhileTheAPIServerIsSlow(t *testing.T) {
 		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	eventually(t, "settings created", func() bool {
+	framework.Eventually(t, "settings created", func() bool {
 		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) >= 6
 	})
@@ -112,7 +113,7 @@ func TestAdmissionWhileTheAPIServerIsSlow(t *testing.T) {
 		}
 		return out.Response, time.Since(began)
 	}
-	eventually(t, "webhook answers", func() bool {
+	framework.Eventually(t, "webhook answers", func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()

@@ -1,9 +1,7 @@
 package agentenv_test
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -18,18 +16,9 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
-
-// hookRT runs hook before each request.
-type hookRT struct {
-	next http.RoundTripper
-	hook func(*http.Request)
-}
-
-func (h *hookRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	h.hook(r)
-	return h.next.RoundTrip(r)
-}
 
 // TestEditAfterStatusClearIsKept: a user's edit that lands just before the
 // write that removes the status annotation and writes the env (one patch)
@@ -37,39 +26,33 @@ func (h *hookRT) RoundTrip(r *http.Request) (*http.Response, error) {
 // clearing the status in a patch of its own).
 func TestEditAfterStatusClearIsKept(t *testing.T) {
 	ns := cp.Namespace(t)
-	create(t, fleetGVR, fleetCluster(ns, "x", nil, map[string]string{agentenv.RetryPeriodAnnotation: "30s"}, user))
+	cp.Create(t, fleetGVR, fleetCluster(ns, "x", kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "30s"}), kit.WithEnv(user)))
 	// (v0.9: the global 30s/25s/10s needs entries, so the fix below writes
 	// env and status together; the edit lands before that write.)
 	var once sync.Once
 	edited := make(chan struct{})
 	tweak := func(o *agentenv.Options) {
 		cfg := rest.CopyConfig(cp.Config)
-		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-			return &hookRT{next: rt, hook: func(r *http.Request) {
-				if r.Method != http.MethodPatch || r.Body == nil || !strings.HasSuffix(r.URL.Path, "/clusters/x") {
-					return
+		framework.Record(cfg, framework.Before(func(q framework.Request) {
+			if q.Method != http.MethodPatch || !strings.HasSuffix(q.Path, "/clusters/x") ||
+				!strings.Contains(q.Body, `"leasetune.io/agent-env-status":null`) {
+				return
+			}
+			once.Do(func() {
+				u := getObj(t, fleetGVR, ns, "x")
+				l, _, _ := unstructured.NestedSlice(u.Object, "spec", "agentEnvVars")
+				l = append(l, map[string]interface{}{"name": "NO_PROXY", "value": "10.0.0.0/8"})
+				_ = unstructured.SetNestedSlice(u.Object, l, "spec", "agentEnvVars")
+				if _, err := cp.Resource(fleetGVR, ns).Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+					t.Errorf("concurrent edit: %v", err)
 				}
-				b, _ := io.ReadAll(r.Body)
-				r.Body = io.NopCloser(bytes.NewReader(b))
-				if !strings.Contains(string(b), `"leasetune.io/agent-env-status":null`) {
-					return
-				}
-				once.Do(func() {
-					u := getObj(t, fleetGVR, ns, "x")
-					l, _, _ := unstructured.NestedSlice(u.Object, "spec", "agentEnvVars")
-					l = append(l, map[string]interface{}{"name": "NO_PROXY", "value": "10.0.0.0/8"})
-					_ = unstructured.SetNestedSlice(u.Object, l, "spec", "agentEnvVars")
-					if _, err := res(fleetGVR, ns).Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
-						t.Errorf("concurrent edit: %v", err)
-					}
-					close(edited)
-				})
-			}}
-		}
+				close(edited)
+			})
+		}))
 		o.Client = dynamic.NewForConfigOrDie(cfg)
 	}
 	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09, tweak)
-	eventually(t, "marked invalid", func() bool {
+	framework.Eventually(t, "marked invalid", func() bool {
 		_, ok := getObj(t, fleetGVR, ns, "x").GetAnnotations()[agentenv.StatusAnnotation]
 		return ok
 	})
@@ -80,8 +63,8 @@ func TestEditAfterStatusClearIsKept(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the status annotation was never removed")
 	}
-	eventually(t, "override applied with the user's edit kept", func() bool {
-		got := strings.Join(envOf(getObj(t, fleetGVR, ns, "x")), ",")
+	framework.Eventually(t, "override applied with the user's edit kept", func() bool {
+		got := strings.Join(kit.AgentEnv(getObj(t, fleetGVR, ns, "x")), ",")
 		return strings.Contains(got, "CATTLE_ELECTION_RETRY_PERIOD=5s") && strings.Contains(got, "NO_PROXY=10.0.0.0/8")
 	})
 }
@@ -95,33 +78,27 @@ func TestOverridesOnTheWrongObjectAreReported(t *testing.T) {
 	ns := cp.Namespace(t)
 	ctx := context.Background()
 	mgmtName := ns + "-imported"
-	m := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Cluster", "spec": map[string]interface{}{}}}
-	m.SetName(mgmtName)
-	m.SetAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "7s"})
-	create(t, mgmtGVR, m)
-	p := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "provisioning.cattle.io/v1", "kind": "Cluster", "spec": map[string]interface{}{}}}
-	p.SetNamespace(ns)
-	p.SetName("imported")
-	p.SetAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "7s"})
-	p = create(t, provGVR, p)
+	over := kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "7s"})
+	cp.Create(t, mgmtGVR, kit.ManagementCluster(mgmtName, over))
+	p := cp.Create(t, provGVR, kit.ProvisioningCluster(ns, "imported", over))
 	_ = unstructured.SetNestedField(p.Object, mgmtName, "status", "clusterName")
-	if _, err := res(provGVR, ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+	if _, err := cp.Resource(provGVR, ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	create(t, fleetGVR, fleetCluster(ns, "imported", map[string]string{agentenv.MgmtNameLabel: mgmtName}, map[string]string{agentenv.RetryPeriodAnnotation: "3s"}))
+	cp.Create(t, fleetGVR, fleetCluster(ns, "imported", kit.WithLabels(map[string]string{agentenv.MgmtNameLabel: mgmtName}), kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "3s"})))
 	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
-	eventually(t, "reported on the fleet Cluster", func() bool {
-		ev := events(t, ns, "imported", "ElectionOverrideIgnored")
+	framework.Eventually(t, "reported on the fleet Cluster", func() bool {
+		ev := cp.Events(t, ns, "imported", "ElectionOverrideIgnored")
 		return len(ev) == 1 && strings.Contains(ev[0], "clusters.provisioning.cattle.io "+ns+"/imported")
 	})
-	eventually(t, "the source's override applied", func() bool {
-		return strings.Contains(strings.Join(envOf(getObj(t, provGVR, ns, "imported")), ","), "CATTLE_ELECTION_RETRY_PERIOD=7s")
+	framework.Eventually(t, "the source's override applied", func() bool {
+		return strings.Contains(strings.Join(kit.AgentEnv(getObj(t, provGVR, ns, "imported")), ","), "CATTLE_ELECTION_RETRY_PERIOD=7s")
 	})
 	r.settle()
-	if ev := events(t, "", mgmtName, "ElectionOverrideIgnored"); len(ev) != 0 {
+	if ev := cp.Events(t, "", mgmtName, "ElectionOverrideIgnored"); len(ev) != 0 {
 		t.Errorf("Rancher's copy on the management Cluster reported: %v", ev)
 	}
-	if got := envOf(getObj(t, mgmtGVR, "", mgmtName)); len(got) != 0 {
+	if got := kit.AgentEnv(getObj(t, mgmtGVR, "", mgmtName)); len(got) != 0 {
 		t.Errorf("the generated management Cluster was written: %v", got)
 	}
 }
@@ -134,9 +111,9 @@ func TestOverridesOnTheWrongObjectAreReported(t *testing.T) {
 // object changes otherwise.
 func TestAnotherWriterThatKeepsRemovingTheEntries(t *testing.T) {
 	ns := cp.Namespace(t)
-	create(t, fleetGVR, fleetCluster(ns, "fought", nil, nil, user))
+	cp.Create(t, fleetGVR, fleetCluster(ns, "fought", kit.WithEnv(user)))
 	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
-	eventually(t, "written", func() bool { return len(envOf(getObj(t, fleetGVR, ns, "fought"))) == 4 })
+	framework.Eventually(t, "written", func() bool { return len(kit.AgentEnv(getObj(t, fleetGVR, ns, "fought"))) == 4 })
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -150,26 +127,27 @@ func TestAnotherWriterThatKeepsRemovingTheEntries(t *testing.T) {
 				return
 			case <-time.After(500 * time.Millisecond):
 			}
-			_, _ = res(fleetGVR, ns).Patch(context.Background(), "fought", "application/merge-patch+json", body, metav1.PatchOptions{FieldManager: "gitops-bot"})
+			_, _ = cp.Resource(fleetGVR, ns).Patch(context.Background(), "fought", "application/merge-patch+json", body, metav1.PatchOptions{FieldManager: "gitops-bot"})
 		}
 	}()
-	eventually(t, "fenced and reported", func() bool {
+	framework.Eventually(t, "fenced and reported", func() bool {
 		return strings.Contains(getObj(t, fleetGVR, ns, "fought").GetAnnotations()[agentenv.StatusAnnotation], "gitops-bot")
 	})
 	// The report step follows the write: the problem and the Event come
 	// right after the annotation.
-	eventually(t, "the problem recorded", func() bool { return r.Problems()[ns+"/fought"] == agentenv.ProblemReverted })
-	eventually(t, "one AgentEnvReverted Event naming the writer", func() bool {
-		ev := events(t, ns, "fought", "AgentEnvReverted")
+	framework.Eventually(t, "the problem recorded", func() bool { return r.Problems()[ns+"/fought"] == agentenv.ProblemReverted })
+	framework.Eventually(t, "one AgentEnvReverted Event naming the writer", func() bool {
+		ev := cp.Events(t, ns, "fought", "AgentEnvReverted")
 		return len(ev) == 1 && strings.Contains(ev[0], "gitops-bot")
 	})
 	n := r.settle()
-	time.Sleep(3 * time.Second) // the writer goes on: leasetune must not
-	if m := r.settle(); m != n {
+	// The writer goes on: leasetune must not.
+	r.writes.NoWrites(t, "fenced", framework.ConsistentlyMin, r.idle)
+	if m := r.writes.Writes(); m != n {
 		t.Errorf("%d more writes while fenced", m-n)
 	}
 	// 1 first write + (RevertLimit-1) restores + 1 status annotation.
-	if n > int64(agentenv.RevertLimit)+1 {
+	if n > agentenv.RevertLimit+1 {
 		t.Errorf("%d writes before stopping, want at most %d", n, agentenv.RevertLimit+1)
 	}
 	close(stop)
@@ -177,12 +155,12 @@ func TestAnotherWriterThatKeepsRemovingTheEntries(t *testing.T) {
 
 	// A change otherwise (a label): leasetune writes again.
 	body := []byte(`{"metadata":{"labels":{"env":"edge"}}}`)
-	if _, err := res(fleetGVR, ns).Patch(context.Background(), "fought", "application/merge-patch+json", body, metav1.PatchOptions{}); err != nil {
+	if _, err := cp.Resource(fleetGVR, ns).Patch(context.Background(), "fought", "application/merge-patch+json", body, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "written again, status cleared", func() bool {
+	framework.Eventually(t, "written again, status cleared", func() bool {
 		u := getObj(t, fleetGVR, ns, "fought")
 		_, marked := u.GetAnnotations()[agentenv.StatusAnnotation]
-		return len(envOf(u)) == 4 && !marked
+		return len(kit.AgentEnv(u)) == 4 && !marked
 	})
 }

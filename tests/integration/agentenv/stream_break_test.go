@@ -28,6 +28,8 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // These tests try to break the stream decoder (wire.go) against the real
@@ -48,8 +50,8 @@ func rawCreate(t *testing.T, rc rest.Interface, ns, name, body string) {
 }
 
 func removeWithFinalizers(ns, name string) {
-	_, _ = res(fleetGVR, ns).Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	_ = res(fleetGVR, ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	_, _ = cp.Resource(fleetGVR, ns).Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	_ = cp.Resource(fleetGVR, ns).Delete(context.Background(), name, metav1.DeleteOptions{})
 }
 
 func rawPatch(t *testing.T, rc rest.Interface, ns, name, body string) {
@@ -77,7 +79,7 @@ func agree(t *testing.T, streamed, whole *agentenv.Index, ns, name string) strin
 	t.Helper()
 	live := getObj(t, fleetGVR, ns, name)
 	key := ns + "/" + name
-	eventually(t, name+" cached at the live resourceVersion", func() bool {
+	framework.Eventually(t, name+" cached at the live resourceVersion", func() bool {
 		s, w := cachedIn(streamed, key), cachedIn(whole, key)
 		return s != nil && w != nil && s.GetResourceVersion() == live.GetResourceVersion() && w.GetResourceVersion() == live.GetResourceVersion()
 	})
@@ -255,9 +257,10 @@ func TestStreamBreakCutWatchesAndRelists(t *testing.T) {
 	cl := dynamic.NewForConfigOrDie(cfg).Resource(fleetGVR).Namespace(ns)
 	const n = 20
 	for i := 0; i < n; i++ {
-		create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("w%02d", i), map[string]string{agentenv.MgmtNameLabel: fmt.Sprintf("c-w%02d", i)}, nil, user))
+		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("w%02d", i), kit.WithLabels(map[string]string{agentenv.MgmtNameLabel: fmt.Sprintf("c-w%02d", i)}), kit.WithEnv(user)))
 	}
-	cut := &cutWatches{rnd: rand.New(rand.NewSource(1))}
+	seed := kit.Seed(t, 1)
+	cut := &cutWatches{rnd: rand.New(rand.NewSource(seed))}
 	scfg := rest.CopyConfig(cfg)
 	scfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { cut.next = rt; return cut }
 	stream, err := agentenv.NewRESTClient(scfg)
@@ -271,9 +274,9 @@ func TestStreamBreakCutWatchesAndRelists(t *testing.T) {
 	whole := agentenv.NewIndex(dynamic.NewForConfigOrDie(cfg), nil)
 	streamed.Start(sctx)
 	whole.Start(ctx)
-	eventually(t, "both indexes synced", func() bool { return streamed.HasSynced() && whole.HasSynced() })
+	framework.Eventually(t, "both indexes synced", func() bool { return streamed.HasSynced() && whole.HasSynced() })
 
-	rnd := rand.New(rand.NewSource(2))
+	rnd := rand.New(rand.NewSource(seed + 1))
 	gone := map[string]bool{}
 	churn := func(rounds int) {
 		for k := 0; k < rounds; k++ {
@@ -281,7 +284,7 @@ func TestStreamBreakCutWatchesAndRelists(t *testing.T) {
 			var err error
 			switch op := rnd.Intn(10); {
 			case gone[name]:
-				u := fleetCluster(ns, name, map[string]string{agentenv.MgmtNameLabel: "c-" + name}, nil)
+				u := fleetCluster(ns, name, kit.WithLabels(map[string]string{agentenv.MgmtNameLabel: "c-" + name}))
 				_, err = cl.Create(ctx, u, metav1.CreateOptions{})
 				delete(gone, name)
 			case op == 0:
@@ -289,7 +292,7 @@ func TestStreamBreakCutWatchesAndRelists(t *testing.T) {
 				gone[name] = true
 			case op == 1: // the same name, a new object
 				if err = cl.Delete(ctx, name, metav1.DeleteOptions{}); err == nil {
-					_, err = cl.Create(ctx, fleetCluster(ns, name, nil, map[string]string{"round": fmt.Sprint(k)}), metav1.CreateOptions{})
+					_, err = cl.Create(ctx, fleetCluster(ns, name, kit.WithAnnotations(map[string]string{"round": fmt.Sprint(k)})), metav1.CreateOptions{})
 				}
 			case op < 5:
 				_, err = cl.Patch(ctx, name, types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{"round":"%d \u00e9\u2028<"}}}`, k)), metav1.PatchOptions{})
@@ -307,7 +310,7 @@ func TestStreamBreakCutWatchesAndRelists(t *testing.T) {
 	converged := func(ixs ...*agentenv.Index) {
 		t.Helper()
 		var live *unstructured.UnstructuredList
-		eventually(t, "caches hold the live objects", func() bool {
+		framework.Eventually(t, "caches hold the live objects", func() bool {
 			l, err := cl.List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false
@@ -359,7 +362,7 @@ func TestStreamBreakCutWatchesAndRelists(t *testing.T) {
 	churn(100)
 	again := agentenv.NewIndex(dynamic.NewForConfigOrDie(cfg), stream)
 	again.Start(ctx)
-	eventually(t, "new index synced", again.HasSynced)
+	framework.Eventually(t, "new index synced", again.HasSynced)
 	churn(50)
 	converged(again, whole)
 }
@@ -392,6 +395,12 @@ func (l *eventLog) AnnotatedEventf(o runtime.Object, _ map[string]string, t, rea
 	l.Event(o, t, reason, fmt.Sprintf(f, args...))
 }
 
+func (l *eventLog) all() []loggedEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]loggedEvent(nil), l.evs...)
+}
+
 func (l *eventLog) with(reason string) []loggedEvent {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -415,13 +424,13 @@ func recordTo(l *eventLog) func(*agentenv.Options) {
 func TestFirstPassBreakRestartOnConvergedClusters(t *testing.T) {
 	ns := cp.Namespace(t)
 	for i := 0; i < 5; i++ {
-		create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("r%d", i), nil, nil, user))
+		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("r%d", i), kit.WithEnv(user)))
 	}
 	tr := newTriples(mustTimings("60s", "50s", "20s"))
 	first := &eventLog{}
 	r := start(t, tr, fleet.ChannelClusterEnvV09, recordTo(first))
 	r.settle()
-	eventually(t, "first pass summed up", func() bool { return len(first.with(agentenv.ReasonPropagated)) == 3 })
+	framework.Eventually(t, "first pass summed up", func() bool { return len(first.with(agentenv.ReasonPropagated)) == 3 })
 	for _, e := range first.with(agentenv.ReasonPropagated) {
 		if !strings.Contains(e.msg, "at leasetune's start") || !strings.Contains(e.msg, "5 cluster(s) had CATTLE_ELECTION_* written") {
 			t.Errorf("first pass: %+v", e)
@@ -433,14 +442,13 @@ func TestFirstPassBreakRestartOnConvergedClusters(t *testing.T) {
 	r.cancel()
 	second := &eventLog{}
 	r2 := start(t, tr, fleet.ChannelClusterEnvV09, recordTo(second))
-	if n := r2.settle(); n != 0 {
+	r2.writes.NoWrites(t, "restart", framework.ConsistentlyMin, r2.idle)
+	if n := r2.writes.Writes(); n != 0 {
 		t.Errorf("restart made %d writes", n)
 	}
-	time.Sleep(500 * time.Millisecond)
-	second.mu.Lock()
-	defer second.mu.Unlock()
-	if len(second.evs) != 0 {
-		t.Errorf("restart beside converged clusters raised Events: %+v", second.evs)
+	framework.Consistently(t, "no Event after a restart", framework.ConsistentlyMin, func() bool { return len(second.all()) == 0 })
+	if evs := second.all(); len(evs) != 0 {
+		t.Errorf("restart beside converged clusters raised Events: %+v", evs)
 	}
 }
 
@@ -453,9 +461,9 @@ func TestFirstPassBreakRestartOnConvergedClusters(t *testing.T) {
 func changeDuringFirstPass(t *testing.T) (*eventLog, election.Timings) {
 	ns := cp.Namespace(t)
 	over := map[string]string{agentenv.LeaseDurationAnnotation: "70s", agentenv.RenewDeadlineAnnotation: "60s", agentenv.RetryPeriodAnnotation: "10s"}
-	create(t, fleetGVR, fleetCluster(ns, "a0", nil, over, user))
+	cp.Create(t, fleetGVR, fleetCluster(ns, "a0", kit.WithAnnotations(over), kit.WithEnv(user)))
 	for i := 1; i < 8; i++ {
-		create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("b%d", i), nil, nil, user))
+		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("b%d", i), kit.WithEnv(user)))
 	}
 	tr := newTriples(mustTimings("60s", "50s", "20s"))
 	next := mustTimings("50s", "40s", "15s")
@@ -465,29 +473,27 @@ func changeDuringFirstPass(t *testing.T) (*eventLog, election.Timings) {
 	changeAtB2 := func(o *agentenv.Options) {
 		o.Workers = 1
 		cfg := rest.CopyConfig(cp.Config)
-		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-			return &hookRT{next: rt, hook: func(r *http.Request) {
-				if r.Method != http.MethodPatch || !strings.HasPrefix(r.URL.Path, "/apis/fleet.cattle.io/v1alpha1/namespaces/"+ns+"/") {
-					return
-				}
-				if strings.HasSuffix(r.URL.Path, "/clusters/a0") {
-					aWritten.Store(true)
-				}
-				if strings.HasSuffix(r.URL.Path, "/clusters/b2") {
-					once.Do(func() { tr.Set(next) })
-				}
-			}}
-		}
+		framework.Record(cfg, framework.Before(func(q framework.Request) {
+			if q.Method != http.MethodPatch || !strings.HasPrefix(q.Path, "/apis/fleet.cattle.io/v1alpha1/namespaces/"+ns+"/") {
+				return
+			}
+			if strings.HasSuffix(q.Path, "/clusters/a0") {
+				aWritten.Store(true)
+			}
+			if strings.HasSuffix(q.Path, "/clusters/b2") {
+				once.Do(func() { tr.Set(next) })
+			}
+		}))
 		o.Client = dynamic.NewForConfigOrDie(cfg)
 	}
 	start(t, tr, fleet.ChannelClusterEnvV09, recordTo(log), changeAtB2)
 	for i := 1; i < 8; i++ {
 		name := fmt.Sprintf("b%d", i)
-		eventually(t, name+" written for the change", func() bool {
-			return strings.Contains(strings.Join(envOf(getObj(t, fleetGVR, ns, name)), ","), "CATTLE_ELECTION_RETRY_PERIOD=15s")
+		framework.Eventually(t, name+" written for the change", func() bool {
+			return strings.Contains(strings.Join(kit.AgentEnv(getObj(t, fleetGVR, ns, name)), ","), "CATTLE_ELECTION_RETRY_PERIOD=15s")
 		})
 	}
-	eventually(t, "the change summed up", func() bool { return len(log.with(agentenv.ReasonPropagated)) >= 3 })
+	framework.Eventually(t, "the change summed up", func() bool { return len(log.with(agentenv.ReasonPropagated)) >= 3 })
 	time.Sleep(time.Second)
 	if !aWritten.Load() {
 		t.Fatal("the first pass did not write a0 before the change")
@@ -569,7 +575,7 @@ func TestFirstPassBreakWriteInFlightAtAChange(t *testing.T) {
 func TestFirstPassBreakChangeWhileCachesSync(t *testing.T) {
 	ns := cp.Namespace(t)
 	for i := 0; i < 4; i++ {
-		create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("s%d", i), nil, nil, user))
+		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("s%d", i), kit.WithEnv(user)))
 	}
 	tr := newTriples(mustTimings("60s", "50s", "20s"))
 	next := mustTimings("50s", "40s", "15s")
@@ -577,13 +583,11 @@ func TestFirstPassBreakChangeWhileCachesSync(t *testing.T) {
 	var once sync.Once
 	hold := func(o *agentenv.Options) {
 		cfg := rest.CopyConfig(cp.Config)
-		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-			return &hookRT{next: rt, hook: func(r *http.Request) {
-				if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/fleet.cattle.io/v1alpha1/clusters") && r.URL.Query().Get("watch") != "true" {
-					once.Do(func() { tr.Set(next) }) // the Setting changes while the fleet Clusters are listed
-				}
-			}}
-		}
+		framework.Record(cfg, framework.WithReads(), framework.Before(func(q framework.Request) {
+			if q.Method == http.MethodGet && strings.HasSuffix(q.Path, "/fleet.cattle.io/v1alpha1/clusters") && q.Query.Get("watch") != "true" {
+				once.Do(func() { tr.Set(next) }) // the Setting changes while the fleet Clusters are listed
+			}
+		}))
 		s, err := agentenv.NewRESTClient(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -593,12 +597,12 @@ func TestFirstPassBreakChangeWhileCachesSync(t *testing.T) {
 	r := start(t, tr, fleet.ChannelClusterEnvV09, recordTo(log), hold)
 	for i := 0; i < 4; i++ {
 		name := fmt.Sprintf("s%d", i)
-		eventually(t, name+" written", func() bool {
-			return strings.Contains(strings.Join(envOf(getObj(t, fleetGVR, ns, name)), ","), "CATTLE_ELECTION_RETRY_PERIOD=15s")
+		framework.Eventually(t, name+" written", func() bool {
+			return strings.Contains(strings.Join(kit.AgentEnv(getObj(t, fleetGVR, ns, name)), ","), "CATTLE_ELECTION_RETRY_PERIOD=15s")
 		})
 	}
 	r.settle()
-	time.Sleep(300 * time.Millisecond)
+	framework.Consistently(t, "no Event per cluster", framework.ConsistentlyMin, func() bool { return len(log.with("AgentEnvUpdated")) == 0 })
 	if ev := log.with("AgentEnvUpdated"); len(ev) != 0 {
 		t.Errorf("%d Events per cluster for the first pass / the change: %+v", len(ev), ev)
 	}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // TestStreamedCacheIsTheLiveObjectsSlimCopy: the informer that reads the
@@ -24,11 +26,11 @@ func TestStreamedCacheIsTheLiveObjectsSlimCopy(t *testing.T) {
 	ns := cp.Namespace(t)
 	for i := 0; i < 7; i++ {
 		u := fleetCluster(ns, fmt.Sprintf("s%d", i),
-			map[string]string{"env": "prod", agentenv.MgmtNameLabel: fmt.Sprintf("c-s%d", i)},
-			map[string]string{agentenv.RetryPeriodAnnotation: "5s", "note": `<a href="x">&` + "\u2028", "objectset.rio.cattle.io/applied": "H4sIAAAA"},
-			user)
+			kit.WithLabels(map[string]string{"env": "prod", agentenv.MgmtNameLabel: fmt.Sprintf("c-s%d", i)}),
+			kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "5s", "note": `<a href="x">&` + "\u2028", "objectset.rio.cattle.io/applied": "H4sIAAAA"}),
+			kit.WithEnv(user))
 		u.Object["spec"].(map[string]interface{})["agentAffinity"] = nil // the schema drops it: null is what the apiserver stores
-		create(t, fleetGVR, u)
+		cp.Create(t, fleetGVR, u)
 	}
 	streamed, whole := startIndexes(t)
 
@@ -44,7 +46,7 @@ func TestStreamedCacheIsTheLiveObjectsSlimCopy(t *testing.T) {
 	check := func(name string) string {
 		t.Helper()
 		live := getObj(t, fleetGVR, ns, name)
-		eventually(t, name+" cached at the live resourceVersion", func() bool {
+		framework.Eventually(t, name+" cached at the live resourceVersion", func() bool {
 			s, w := cached(streamed, name), cached(whole, name)
 			return s != nil && w != nil && s.GetResourceVersion() == live.GetResourceVersion() && w.GetResourceVersion() == live.GetResourceVersion()
 		})
@@ -72,7 +74,7 @@ func TestStreamedCacheIsTheLiveObjectsSlimCopy(t *testing.T) {
 	// change of anything else gives another.
 	patch := func(name, body string) {
 		t.Helper()
-		if _, err := res(fleetGVR, ns).Patch(context.Background(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
+		if _, err := cp.Resource(fleetGVR, ns).Patch(context.Background(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

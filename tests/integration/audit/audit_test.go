@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -42,27 +41,20 @@ var (
 	runFor = 30 * time.Second
 )
 
-// counter counts, per user agent, the requests that got a response.
+// counter records, per user agent, the requests of the clients it makes.
 type counter struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu   sync.Mutex
+	recs map[string]*framework.Recorder
 }
 
 func (c *counter) client(t *testing.T, ua string) kubernetes.Interface {
 	t.Helper()
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.UserAgent = ua
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(r *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(r)
-			if err == nil {
-				c.mu.Lock()
-				c.n[ua]++
-				c.mu.Unlock()
-			}
-			return resp, err
-		})
-	}
+	rec := framework.Record(cfg, framework.WithReads())
+	c.mu.Lock()
+	c.recs[ua] = rec
+	c.mu.Unlock()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -70,15 +62,13 @@ func (c *counter) client(t *testing.T, ua string) kubernetes.Interface {
 	return cs
 }
 
+// get is the number of requests of the client with user agent ua that got
+// a response.
 func (c *counter) get(ua string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n[ua]
+	return c.recs[ua].Answered()
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestRealAuditLog runs, in one namespace for runFor: two client-go
 // electors on the Lease "fleet-agent" (leader and follower, retry period
@@ -93,7 +83,7 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // their retry periods, and no lock for the ConfigMap only read.
 func TestRealAuditLog(t *testing.T) {
 	ns := cp.Namespace(t)
-	cnt := &counter{n: map[string]int{}}
+	cnt := &counter{recs: map[string]*framework.Recorder{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup

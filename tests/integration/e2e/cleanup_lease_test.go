@@ -16,6 +16,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 // runCLIStatus runs a leasetune command for env e and returns its combined
@@ -47,8 +48,8 @@ func TestCleanupRefusedWhileAControllerRuns(t *testing.T) {
 	ns := cp.Namespace(t)
 	addCluster(t, ns, "edge-1", nil)
 	p := start(t, e, "replica-a")
-	eventually(t, "leader", func() bool { return holder(t, e) == "replica-a" })
-	eventually(t, "edge-1 written", func() bool {
+	framework.Eventually(t, "leader", func() bool { return holder(t, e) == "replica-a" })
+	framework.Eventually(t, "edge-1 written", func() bool {
 		_, rec := annotations(t, fleetGVR, ns, "edge-1")[agentenv.RecordAnnotation]
 		return rec && strings.HasSuffix(clusterEnv(t, ns, "edge-1"), "CATTLE_ELECTION_RETRY_PERIOD=10s")
 	})
@@ -134,7 +135,7 @@ func TestCleanupRefusedWhileAControllerRuns(t *testing.T) {
 		t.Fatalf("cleanup --yes --force: exit %d", code)
 	}
 	for _, w := range []string{"deleted ConfigMap " + settings.DefaultStateName, "deleted ConfigMap " + fleetsettings.ChannelConfigMapName, "edge-1 entries removed"} {
-		eventually(t, w, func() bool { mu.Lock(); defer mu.Unlock(); return seen[w] })
+		framework.Eventually(t, w, func() bool { mu.Lock(); defer mu.Unlock(); return seen[w] })
 	}
 	// What the running controller does next is logged, not judged here.
 	time.Sleep(2 * time.Second)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,30 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 var (
 	provGVR = agentenv.ProvisioningClusterGVR
 	mgmtGVR = agentenv.ManagementClusterGVR
 )
-
-// createObj creates an object of one of the cluster kinds (ns "" for a
-// cluster-scoped one), deleted when the test ends.
-func createObj(t *testing.T, gvr schema.GroupVersionResource, ns, name string, spec map[string]interface{}, labels, ann map[string]string) *unstructured.Unstructured {
-	t.Helper()
-	kinds := map[schema.GroupVersionResource]string{fleetGVR: "fleet.cattle.io/v1alpha1", provGVR: "provisioning.cattle.io/v1", mgmtGVR: "management.cattle.io/v3"}
-	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": kinds[gvr], "kind": "Cluster", "spec": spec}}
-	u.SetNamespace(ns)
-	u.SetName(name)
-	u.SetLabels(labels)
-	u.SetAnnotations(ann)
-	got, err := dyn(gvr, ns).Create(context.Background(), u, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dyn(gvr, ns).Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	return got
-}
 
 // provisioning creates a provisioning Cluster (RKE2 when rke, else
 // imported) whose management Cluster is mgmtName.
@@ -46,7 +29,7 @@ func provisioning(t *testing.T, ns, name, mgmtName string, rke bool, ann map[str
 	if rke {
 		spec["rkeConfig"] = map[string]interface{}{}
 	}
-	p := createObj(t, provGVR, ns, name, spec, nil, ann)
+	p := cp.Create(t, provGVR, kit.ProvisioningCluster(ns, name, kit.WithSpec(spec), kit.WithAnnotations(ann)))
 	_ = unstructured.SetNestedField(p.Object, mgmtName, "status", "clusterName")
 	if _, err := dyn(provGVR, ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -109,7 +92,9 @@ func TestCleanupFindsWhatItWroteWhereverItIs(t *testing.T) {
 	installFleet(t, e, fleetV09)
 	ns := cp.Namespace(t)
 	retry := func(v string) map[string]string { return map[string]string{agentenv.RetryPeriodAnnotation: v} }
-	managed := func(mgmtName string) map[string]string { return map[string]string{agentenv.MgmtNameLabel: mgmtName} }
+	managed := func(mgmtName string) kit.ClusterOption {
+		return kit.WithLabels(map[string]string{agentenv.MgmtNameLabel: mgmtName})
+	}
 	suffix := strings.TrimPrefix(ns, "test-") // 5 lowercase alphanumerics
 
 	// Standalone: the fleet Cluster is the source.
@@ -117,19 +102,19 @@ func TestCleanupFindsWhatItWroteWhereverItIs(t *testing.T) {
 	// Legacy (a v3-API import, hosted cluster): the management Cluster is
 	// the source.
 	legacy := "c-" + suffix
-	createObj(t, mgmtGVR, "", legacy, map[string]interface{}{}, nil, retry("6s"))
-	createObj(t, fleetGVR, ns, "l", map[string]interface{}{}, managed(legacy), nil)
+	cp.Create(t, mgmtGVR, kit.ManagementCluster(legacy, kit.WithAnnotations(retry("6s"))))
+	cp.Create(t, fleetGVR, kit.FleetCluster(ns, "l", managed(legacy)))
 	// Provisioned (RKE2): the provisioning Cluster is the source.
 	pm := "c-m-" + suffix + "p"
-	createObj(t, mgmtGVR, "", pm, map[string]interface{}{}, nil, nil)
+	cp.Create(t, mgmtGVR, kit.ManagementCluster(pm))
 	provisioning(t, ns, "p", pm, true, retry("7s"))
-	createObj(t, fleetGVR, ns, "p", map[string]interface{}{}, managed(pm), nil)
+	cp.Create(t, fleetGVR, kit.FleetCluster(ns, "p", managed(pm)))
 	// Imported, Rancher version unknown (no Rancher Deployment): routed as
 	// before v2.11, the provisioning Cluster is the source.
 	im := "c-m-" + suffix + "i"
-	createObj(t, mgmtGVR, "", im, map[string]interface{}{}, nil, nil)
+	cp.Create(t, mgmtGVR, kit.ManagementCluster(im))
 	provisioning(t, ns, "i", im, false, retry("8s"))
-	createObj(t, fleetGVR, ns, "i", map[string]interface{}{}, managed(im), nil)
+	cp.Create(t, fleetGVR, kit.FleetCluster(ns, "i", managed(im)))
 
 	pr := start(t, e, "one")
 	type obj struct {
@@ -143,7 +128,7 @@ func TestCleanupFindsWhatItWroteWhereverItIs(t *testing.T) {
 		{provGVR, ns, "i"}:    "RETRY_PERIOD=8s",
 	}
 	for o, want := range sources {
-		eventually(t, o.name+" written", func() bool {
+		framework.Eventually(t, o.name+" written", func() bool {
 			u := getObj(t, o.gvr, o.ns, o.name)
 			_, rec := u.GetAnnotations()[agentenv.RecordAnnotation]
 			return rec && strings.HasSuffix(objEnv(u), want)
@@ -164,7 +149,15 @@ func TestCleanupFindsWhatItWroteWhereverItIs(t *testing.T) {
 		}
 		copies[o] = u.GetResourceVersion()
 	}
-	time.Sleep(2 * time.Second) // a write of a copy would follow its change
+	// A write of a copy would follow its change.
+	framework.Consistently(t, "Rancher's copies are not written", framework.ConsistentlyMin, func() bool {
+		for o, rv := range copies {
+			if getObj(t, o.gvr, o.ns, o.name).GetResourceVersion() != rv {
+				return false
+			}
+		}
+		return true
+	})
 	if c := pr.term(t); c != 0 {
 		t.Fatalf("exit %d", c)
 	}

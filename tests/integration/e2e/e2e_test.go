@@ -10,6 +10,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 func mustParse(l, r, p string) election.Timings {
@@ -42,23 +43,23 @@ func operatorJourney(t *testing.T, fleetVersion string) {
 	addCluster(t, clusterNS, "edge-0", record, earlier...)
 
 	p := start(t, e, "replica-a")
-	eventually(t, "leader", func() bool { return holder(t, e) == "replica-a" })
+	framework.Eventually(t, "leader", func() bool { return holder(t, e) == "replica-a" })
 
 	setSetting(t, "fleet-leader-election-retry-period", "4s")
 	want := mustParse("30s", "25s", "4s")
 	for _, d := range deployments {
-		eventually(t, d+" env", func() bool { return controllerTriple(t, e, d) == want })
+		framework.Eventually(t, d+" env", func() bool { return controllerTriple(t, e, d) == want })
 	}
 	switch fleetVersion {
 	case fleetV014:
 		// The override is reported on the cluster, and nothing is written
 		// to its env; the earlier entries (duplicates of the names Fleet
 		// renders) and their record are removed, every other entry kept.
-		eventually(t, "override reported", func() bool {
+		framework.Eventually(t, "override reported", func() bool {
 			return strings.Contains(annotations(t, fleetGVR, clusterNS, "edge-1")[agentenv.StatusAnnotation], "cannot be applied on agentmanagement") &&
 				len(cp.Events(t, clusterNS, "edge-1", "ElectionOverrideUnsupported")) > 0
 		})
-		eventually(t, "earlier entries removed", func() bool {
+		framework.Eventually(t, "earlier entries removed", func() bool {
 			_, rec := annotations(t, fleetGVR, clusterNS, "edge-0")[agentenv.RecordAnnotation]
 			return clusterEnv(t, clusterNS, "edge-0") == proxy && !rec
 		})
@@ -69,11 +70,11 @@ func operatorJourney(t *testing.T, fleetVersion string) {
 			t.Error("edge-1 has a record of entries on Fleet v0.14")
 		}
 	case fleetV09:
-		eventually(t, "cluster override applied", func() bool {
+		framework.Eventually(t, "cluster override applied", func() bool {
 			return clusterEnv(t, clusterNS, "edge-1") == proxy+
 				",CATTLE_ELECTION_LEASE_DURATION=30s,CATTLE_ELECTION_RENEW_DEADLINE=25s,CATTLE_ELECTION_RETRY_PERIOD=5s"
 		})
-		eventually(t, "earlier entries take the global triple in place", func() bool {
+		framework.Eventually(t, "earlier entries take the global triple in place", func() bool {
 			return clusterEnv(t, clusterNS, "edge-0") == proxy+
 				",CATTLE_ELECTION_LEASE_DURATION=30s,CATTLE_ELECTION_RENEW_DEADLINE=25s,CATTLE_ELECTION_RETRY_PERIOD=10s"
 		})
@@ -85,27 +86,30 @@ func operatorJourney(t *testing.T, fleetVersion string) {
 	setSetting(t, "fleet-agent-leader-election-lease-duration", "40s")
 	switch fleetVersion {
 	case fleetV014:
-		eventually(t, "global agent change reaches fleet-agentmanagement", func() bool {
+		framework.Eventually(t, "global agent change reaches fleet-agentmanagement", func() bool {
 			return agentTriple(t, e) == mustParse("40s", "25s", "10s")
 		})
-		time.Sleep(2 * time.Second) // a cluster write would follow the triple change
+		// A cluster write would follow the triple change.
+		framework.Consistently(t, "no cluster written on Fleet v0.14 after the global agent change", framework.ConsistentlyMin, func() bool {
+			return clusterEnv(t, clusterNS, "edge-1") == proxy && clusterEnv(t, clusterNS, "edge-0") == proxy
+		})
 		for _, c := range []string{"edge-1", "edge-0"} {
 			if got := clusterEnv(t, clusterNS, c); got != proxy {
 				t.Errorf("%s written on Fleet v0.14 after the global agent change: %s", c, got)
 			}
 		}
-		eventually(t, "metrics", func() bool {
+		framework.Eventually(t, "metrics", func() bool {
 			m := p.get("/metrics", p.metrics)
 			return strings.Contains(m, `leasetune_fleet_agent_channel{channel="agentmanagement"} 1`) &&
 				strings.Contains(m, `leasetune_writes_total{target="deployment"}`) &&
 				strings.Contains(m, `leasetune_clusters_left_alone{reason="unsupported"} 1`)
 		})
 	case fleetV09:
-		eventually(t, "global agent change reaches the clusters", func() bool {
+		framework.Eventually(t, "global agent change reaches the clusters", func() bool {
 			return strings.HasSuffix(clusterEnv(t, clusterNS, "edge-1"), "CATTLE_ELECTION_LEASE_DURATION=40s,CATTLE_ELECTION_RENEW_DEADLINE=25s,CATTLE_ELECTION_RETRY_PERIOD=5s") &&
 				strings.HasSuffix(clusterEnv(t, clusterNS, "edge-0"), "CATTLE_ELECTION_LEASE_DURATION=40s,CATTLE_ELECTION_RENEW_DEADLINE=25s,CATTLE_ELECTION_RETRY_PERIOD=10s")
 		})
-		eventually(t, "metrics", func() bool {
+		framework.Eventually(t, "metrics", func() bool {
 			m := p.get("/metrics", p.metrics)
 			return strings.Contains(m, `leasetune_fleet_agent_channel{channel="cluster-env-v0.9"} 1`) &&
 				strings.Contains(m, `leasetune_writes_total{target="deployment"}`) &&
@@ -123,8 +127,8 @@ func operatorJourney(t *testing.T, fleetVersion string) {
 
 	before := versions(t, e)
 	p2 := start(t, e, "replica-b")
-	eventually(t, "new leader", func() bool { return holder(t, e) == "replica-b" })
-	time.Sleep(3 * time.Second)
+	framework.Eventually(t, "new leader", func() bool { return holder(t, e) == "replica-b" })
+	framework.Consistently(t, "a restart writes nothing", framework.ConsistentlyMin, func() bool { return versions(t, e) == before })
 	if after := versions(t, e); after != before {
 		t.Errorf("a restart wrote something:\nbefore %s\nafter  %s", before, after)
 	}
@@ -154,7 +158,7 @@ func TestTwoReplicas(t *testing.T) {
 	a := start(t, e, "replica-a")
 	b := start(t, e, "replica-b")
 	var leader, follower *proc
-	eventually(t, "a leader", func() bool {
+	framework.Eventually(t, "a leader", func() bool {
 		switch holder(t, e) {
 		case "replica-a":
 			leader, follower = a, b
@@ -173,9 +177,17 @@ func TestTwoReplicas(t *testing.T) {
 	setSetting(t, "fleet-leader-election-retry-period", "4s")
 	want := mustParse("30s", "25s", "4s")
 	for _, d := range deployments {
-		eventually(t, d, func() bool { return controllerTriple(t, e, d) == want })
+		framework.Eventually(t, d, func() bool { return controllerTriple(t, e, d) == want })
 	}
-	time.Sleep(2 * time.Second)
+	framework.Consistently(t, "exactly one write of each Deployment", framework.ConsistentlyMin, func() bool {
+		for _, d := range deployments {
+			got, _ := cp.Client.AppsV1().Deployments(e.fleetNS).Get(context.Background(), d, metav1.GetOptions{})
+			if got.Generation != gens[d]+1 {
+				return false
+			}
+		}
+		return true
+	})
 	for _, d := range deployments {
 		got, _ := cp.Client.AppsV1().Deployments(e.fleetNS).Get(context.Background(), d, metav1.GetOptions{})
 		if got.Generation != gens[d]+1 {
@@ -187,10 +199,10 @@ func TestTwoReplicas(t *testing.T) {
 	if code := leader.term(t); code != 0 {
 		t.Errorf("leader exit code %d", code)
 	}
-	eventually(t, "failover", func() bool { return holder(t, e) == follower.identity })
+	framework.Eventually(t, "failover", func() bool { return holder(t, e) == follower.identity })
 	setSetting(t, "fleet-leader-election-retry-period", "6s")
 	next := mustParse("30s", "25s", "6s")
 	for _, d := range deployments {
-		eventually(t, d+" after failover", func() bool { return controllerTriple(t, e, d) == next })
+		framework.Eventually(t, d+" after failover", func() bool { return controllerTriple(t, e, d) == next })
 	}
 }

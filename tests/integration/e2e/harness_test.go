@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,6 +29,7 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 var (
@@ -196,7 +198,7 @@ func resetSettings(t *testing.T) {
 	for _, d := range settings.Registry {
 		_ = dyn(settingGVR, "").Delete(context.Background(), d.Name, metav1.DeleteOptions{})
 	}
-	eventually(t, "settings gone", func() bool {
+	framework.Eventually(t, "settings gone", func() bool {
 		l, err := dyn(settingGVR, "").List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
@@ -206,7 +208,7 @@ func resetSettings(t *testing.T) {
 // controller creates the six when it starts leading).
 func setSetting(t *testing.T, name, value string) {
 	t.Helper()
-	eventually(t, "setting "+name+" exists", func() bool {
+	framework.Eventually(t, "setting "+name+" exists", func() bool {
 		_, err := dyn(settingGVR, "").Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil
 	})
@@ -243,27 +245,19 @@ func installFleet(t *testing.T, e env, version string) []string {
 // addCluster creates a standalone fleet Cluster with the given annotations
 // and spec.agentEnvVars HTTPS_PROXY=http://proxy:3128 followed by extra,
 // deleted when the test ends.
-func addCluster(t *testing.T, ns, name string, ann map[string]string, extra ...interface{}) {
+func addCluster(t *testing.T, ns, name string, ann map[string]string, extra ...corev1.EnvVar) {
 	t.Helper()
-	env := append([]interface{}{map[string]interface{}{"name": "HTTPS_PROXY", "value": "http://proxy:3128"}}, extra...)
-	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
-		"spec": map[string]interface{}{"agentEnvVars": env}}}
-	u.SetNamespace(ns)
-	u.SetName(name)
-	u.SetAnnotations(ann)
-	if _, err := dyn(fleetGVR, ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = dyn(fleetGVR, ns).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	cp.Create(t, fleetGVR, kit.FleetCluster(ns, name, kit.WithAnnotations(ann),
+		kit.WithEnv(append(kit.Env("HTTPS_PROXY=http://proxy:3128"), extra...)...)))
 }
 
 // earlierEntries returns the CATTLE_ELECTION_* entries of a triple and the
 // record annotation an earlier leasetune left beside them when it wrote
 // them (agentenv.RecordAnnotation: env name → value).
-func earlierEntries(l, r, p string) (entries []interface{}, record map[string]string) {
+func earlierEntries(l, r, p string) (entries []corev1.EnvVar, record map[string]string) {
 	rec := map[string]string{}
-	for _, e := range election.CattlePrefix.Env(mustParse(l, r, p)) {
-		entries = append(entries, map[string]interface{}{"name": e.Name, "value": e.Value})
+	entries = election.CattlePrefix.Env(mustParse(l, r, p))
+	for _, e := range entries {
 		rec[e.Name] = e.Value
 	}
 	b, _ := json.Marshal(rec)
@@ -353,9 +347,4 @@ func versions(t *testing.T, e env) string {
 		out = append(out, c.Name+"="+c.ResourceVersion)
 	}
 	return strings.Join(out, " ")
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	framework.Eventually(t, what, cond)
 }

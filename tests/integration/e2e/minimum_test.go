@@ -133,7 +133,7 @@ func (s sequence) step(name string, do func(), done func() bool, want map[string
 	m := s.obs.mark()
 	do()
 	if done != nil {
-		eventually(t, name+": effect visible", done)
+		framework.Eventually(t, name+": effect visible", done)
 	}
 	time.Sleep(quiet)
 	got, other, log := s.obs.since(m)
@@ -211,7 +211,7 @@ func operatorSequence(t *testing.T, fleetVersion string) {
 	// Converged at start: the Deployments carry the controller triple
 	// (written on v0.9.9, whose chart sets none), rancher-config both, and
 	// on v0.9.9 each cluster its triple.
-	eventually(t, "converged at start", func() bool {
+	framework.Eventually(t, "converged at start", func() bool {
 		for _, d := range deployments {
 			if controllerTriple(t, e, d) != ctrl0 {
 				return false
@@ -354,9 +354,9 @@ func TestFleetUpgradeV012ToV014WritesTheMinimum(t *testing.T) {
 		return cm.Data["channel"]
 	}
 	ctrl, agent := mustParse("30s", "25s", "10s"), mustParse("40s", "25s", "10s")
-	eventually(t, "v0.12 detected", func() bool { return channel() == "fixed-v0.12" })
+	framework.Eventually(t, "v0.12 detected", func() bool { return channel() == "fixed-v0.12" })
 	setSetting(t, agentLease, "40s")
-	eventually(t, "agent triple in effect", func() bool {
+	framework.Eventually(t, "agent triple in effect", func() bool {
 		tm, ok := inEffect(t, e, settings.FleetAgent)
 		return ok && tm == agent && rancherConfigHas(t, e, ctrl, agent)
 	})
@@ -388,7 +388,7 @@ func TestFleetUpgradeV012ToV014WritesTheMinimum(t *testing.T) {
 		helmGen[d.Name] = d.Generation
 		helmObj[d.Name] = toUnstructured(t, d)
 	}
-	eventually(t, "v0.14 detected and the agent triple on fleet-agentmanagement", func() bool {
+	framework.Eventually(t, "v0.14 detected and the agent triple on fleet-agentmanagement", func() bool {
 		return channel() == "agentmanagement" && agentTriple(t, e) == agent
 	})
 	time.Sleep(quiet)

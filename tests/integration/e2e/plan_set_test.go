@@ -18,6 +18,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 // planJSON is `leasetune plan --output json` (pkg/plan Report.JSON).
@@ -166,7 +167,7 @@ func planSetMatches(t *testing.T, fleetVersion string) {
 		target{kind: "ConfigMap", gvr: configMapGVR, ns: e.rancherNS, name: fleetsettings.RancherConfigName})
 	start(t, e, "one", settleFlags...)
 	// Converged: plan, with nothing proposed, has nothing left to write.
-	eventually(t, "converged (plan lists no writes)", func() bool {
+	framework.Eventually(t, "converged (plan lists no writes)", func() bool {
 		_, ok := inEffect(t, e, settings.FleetAgent)
 		return ok && len(runPlanJSON(t, e).Changes) == 0
 	})
@@ -234,7 +235,7 @@ func planThenApply(t *testing.T, e env, ns string, obs *observer, kv []string, c
 			setSetting(t, kv[i], kv[i+1])
 		}
 	}
-	eventually(t, "both triples in effect", func() bool {
+	framework.Eventually(t, "both triples in effect", func() bool {
 		c, cok := inEffect(t, e, settings.FleetController)
 		a, aok := inEffect(t, e, settings.FleetAgent)
 		return cok && aok && c.String() == ctrl.String() && a.String() == agent.String()

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 func runCLI(t *testing.T, e env, args ...string) string {
@@ -44,14 +45,14 @@ func planAndCleanup(t *testing.T, fleetVersion string) {
 	p := start(t, e, "seed") // creates the Setting objects and converges...
 	switch fleetVersion {
 	case fleetV014:
-		eventually(t, "converged", func() bool {
+		framework.Eventually(t, "converged", func() bool {
 			return strings.Contains(annotations(t, fleetGVR, clusterNS, "edge-1")[agentenv.StatusAnnotation], "cannot be applied on agentmanagement")
 		})
 		if got := clusterEnv(t, clusterNS, "edge-1"); got != proxy {
 			t.Errorf("edge-1 written on Fleet v0.14: %s", got)
 		}
 	case fleetV09:
-		eventually(t, "converged", func() bool { return strings.HasSuffix(clusterEnv(t, clusterNS, "edge-1"), "RETRY_PERIOD=5s") })
+		framework.Eventually(t, "converged", func() bool { return strings.HasSuffix(clusterEnv(t, clusterNS, "edge-1"), "RETRY_PERIOD=5s") })
 	}
 	if code := p.term(t); code != 0 {
 		t.Fatalf("exit %d", code)

@@ -2,9 +2,7 @@ package election_test
 
 import (
 	"context"
-	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,31 +16,17 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 // short is a validated triple short enough for a test: 4s/2s/1s.
 var short = election.Timings{LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second}
 
-// countingTransport counts the requests a client sends, by HTTP method.
-type countingTransport struct {
-	next         http.RoundTripper
-	gets, writes atomic.Int64
-}
-
-func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodGet {
-		c.gets.Add(1)
-	} else {
-		c.writes.Add(1)
-	}
-	return c.next.RoundTrip(r)
-}
-
 // candidate is one client-go leader elector on a Lease lock, with its own
-// counted client.
+// client, whose requests counter records.
 type candidate struct {
 	id      string
-	counter *countingTransport
+	counter *framework.Recorder
 	elector *leaderelection.LeaderElector
 	leading chan struct{}
 	cancel  context.CancelFunc
@@ -56,10 +40,7 @@ func newCandidate(t *testing.T, ns, id string, tm election.Timings) *candidate {
 	}
 	c := &candidate{id: id, leading: make(chan struct{})}
 	cfg := rest.CopyConfig(cp.Config)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		c.counter = &countingTransport{next: rt}
-		return c.counter
-	}
+	c.counter = framework.Record(cfg, framework.WithReads())
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: "test-lock"},
@@ -168,11 +149,11 @@ func TestRequestRatesMatchCostModel(t *testing.T) {
 	time.Sleep(2 * time.Second) // let b settle into following
 
 	const window = 15 * time.Second
-	aGets, aWrites := a.counter.gets.Load(), a.counter.writes.Load()
-	bGets, bWrites := b.counter.gets.Load(), b.counter.writes.Load()
+	aGets, aWrites := a.counter.Reads(), a.counter.Writes()
+	bGets, bWrites := b.counter.Reads(), b.counter.Writes()
 	time.Sleep(window)
-	aGets, aWrites = a.counter.gets.Load()-aGets, a.counter.writes.Load()-aWrites
-	bGets, bWrites = b.counter.gets.Load()-bGets, b.counter.writes.Load()-bWrites
+	aGets, aWrites = a.counter.Reads()-aGets, a.counter.Writes()-aWrites
+	bGets, bWrites = b.counter.Reads()-bGets, b.counter.Writes()-bWrites
 
 	cost := election.CostOf(short, 1, election.LeaderGetsAndUpdates)
 	perWindow := float64(window) / float64(time.Hour)

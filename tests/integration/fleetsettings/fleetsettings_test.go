@@ -18,6 +18,7 @@ import (
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 var (
@@ -43,20 +44,20 @@ func TestConvergesEveryFixtureVersion(t *testing.T) {
 				agent = &agentT
 			}
 			for name := range before {
-				eventually(t, name+" converged", func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, agent) })
+				framework.Eventually(t, name+" converged", func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, agent) })
 			}
 			if ch, ok := r.Channel(); !ok || ch != wantChannel[v] {
 				t.Errorf("channel %q (%v), want %q", ch, ok, wantChannel[v])
 			}
-			writes := r.quiet(500 * time.Millisecond)
-			if writes != int64(len(before))+1 { // one patch per Deployment, plus the channel record
+			writes := r.writes.Settle(t, nil)
+			if writes != len(before)+1 { // one patch per Deployment, plus the channel record
 				t.Errorf("%d writes for %d Deployments, want one each plus the channel record", writes, len(before))
 			}
 
 			for name, b := range before {
 				after := get(t, e.fleetNS, name)
-				if stripped(t, b) != stripped(t, after) {
-					t.Errorf("%s: something besides the owned env changed:\nbefore %s\nafter  %s", name, stripped(t, b), stripped(t, after))
+				if was, now := kit.Stripped(t, b, ownedEnv), kit.Stripped(t, after, ownedEnv); was != now {
+					t.Errorf("%s: something besides the owned env changed:\nbefore %s\nafter  %s", name, was, now)
 				}
 				for _, c := range b.Spec.Template.Spec.Containers {
 					// Existing entries keep their position; new ones come after.
@@ -72,15 +73,17 @@ func TestConvergesEveryFixtureVersion(t *testing.T) {
 			// A resync of every key writes nothing.
 			rvs := resourceVersions(t, e.fleetNS)
 			r.EnqueueAll()
-			if n := r.quiet(time.Second); n != writes {
+			r.writes.NoWrites(t, "resync", framework.ConsistentlyMin, nil)
+			if n := r.writes.Writes(); n != writes {
 				t.Errorf("resync made %d writes", n-writes)
 			}
 			r.cancel()
 
 			// A restart writes nothing, and still knows the channel.
+			// (The window covers the start: its caches sync in it.)
 			r2 := start(t, e, triples, "")
-			time.Sleep(2 * time.Second)
-			if n := r2.quiet(500 * time.Millisecond); n != 0 {
+			r2.writes.NoWrites(t, "restart", framework.ConsistentlyMin+2*time.Second, nil)
+			if n := r2.writes.Writes(); n != 0 {
 				t.Errorf("restart made %d writes", n)
 			}
 			if got := resourceVersions(t, e.fleetNS); got != rvs {
@@ -113,7 +116,7 @@ func TestOneChangeOneWritePerDeployment(t *testing.T) {
 	before := cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.16-dev"))
 	triples := newTriples(election.FleetDefaults, election.FleetDefaults)
 	r := start(t, e, triples, "")
-	base := r.quiet(time.Second)
+	base := r.writes.Settle(t, nil)
 	if base != 1 { // only the channel record: the fixture already runs 30s/25s/10s
 		t.Errorf("%d writes with the chart's own values, want only the channel record", base)
 	}
@@ -124,12 +127,12 @@ func TestOneChangeOneWritePerDeployment(t *testing.T) {
 	triples.set(settings.FleetController, ctrlT)
 	triples.set(settings.FleetAgent, agentT) // a second change right after: may coalesce, never more than 2 writes each
 	for name := range before {
-		eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, &agentT) })
+		framework.Eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, &agentT) })
 	}
-	r.quiet(time.Second)
+	r.writes.Settle(t, nil)
 	for name := range before {
 		path := fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s", e.fleetNS, name)
-		n := r.writes.to(path)
+		n := r.writes.WritesTo(path)
 		max := 1
 		if name == fleet.ControllerDeployment {
 			max = 2 // both triples live in fleet-controller
@@ -148,9 +151,9 @@ func TestOneChangeOneWritePerDeployment(t *testing.T) {
 	next := mustParse("45s", "30s", "8s")
 	triples.set(settings.FleetController, next)
 	for name := range before {
-		eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), next, &agentT) })
+		framework.Eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), next, &agentT) })
 	}
-	r.quiet(time.Second)
+	r.writes.Settle(t, nil)
 	for name := range before {
 		if g := get(t, e.fleetNS, name).Generation; g != gens[name]+1 {
 			t.Errorf("%s: generation %d → %d, want one rollout", name, gens[name], g)
@@ -163,8 +166,8 @@ func TestOneChangeOneWritePerDeployment(t *testing.T) {
 func TestMissingDeploymentsConvergeWhenTheyAppear(t *testing.T) {
 	e := newEnv(t)
 	r := start(t, e, newTriples(ctrlT, agentT), "")
-	time.Sleep(time.Second)
-	if n := r.writes.total.Load(); n != 0 {
+	r.writes.NoWrites(t, "no Fleet installed", framework.ConsistentlyMin, nil)
+	if n := r.writes.Writes(); n != 0 {
 		t.Errorf("%d writes with no Fleet installed", n)
 	}
 	if _, ok := r.Channel(); ok {
@@ -172,7 +175,7 @@ func TestMissingDeploymentsConvergeWhenTheyAppear(t *testing.T) {
 	}
 	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
 	for _, name := range []string{"fleet-controller", "gitjob", "helmops"} {
-		eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, &agentT) })
+		framework.Eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, &agentT) })
 	}
 }
 
@@ -198,12 +201,11 @@ func TestShards(t *testing.T) {
 		if name == lookalike.Name {
 			continue
 		}
-		eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, &agentT) })
+		framework.Eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, &agentT) })
 	}
-	time.Sleep(500 * time.Millisecond)
-	if got := get(t, e.fleetNS, lookalike.Name); got.Generation != installed[lookalike.Name].Generation {
-		t.Error("an unlabelled shard look-alike was written")
-	}
+	framework.Consistently(t, "an unlabelled shard look-alike is not written", framework.ConsistentlyMin, func() bool {
+		return get(t, e.fleetNS, lookalike.Name).Generation == installed[lookalike.Name].Generation
+	})
 }
 
 // TestDriftRepair: a helm upgrade that resets the env is repaired.
@@ -212,11 +214,11 @@ func TestDriftRepair(t *testing.T) {
 	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
 	tr := newTriples(ctrlT, agentT)
 	start(t, e, tr, "")
-	eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
+	framework.Eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
 	// A triple change, propagated: its duration is measured...
 	changed := mustParse("40s", "30s", "6s")
 	tr.set(settings.FleetController, changed)
-	eventually(t, "change propagated", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), changed, nil) })
+	framework.Eventually(t, "change propagated", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), changed, nil) })
 	time.Sleep(time.Second)
 	measured := testutil.ToFloat64(metrics.PropagationSeconds.WithLabelValues("fleetsettings"))
 	ctrlT := changed
@@ -231,7 +233,7 @@ func TestDriftRepair(t *testing.T) {
 	if _, err := cp.Client.AppsV1().Deployments(e.fleetNS).Update(context.Background(), d, metav1.UpdateOptions{FieldManager: "helm"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "repaired", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
+	framework.Eventually(t, "repaired", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
 	// ...and the drift repair later is not part of it (a review found it counted).
 	if got := testutil.ToFloat64(metrics.PropagationSeconds.WithLabelValues("fleetsettings")); got != measured {
 		t.Errorf("propagation of the change %v s, then %v s after a drift repair", measured, got)
@@ -254,7 +256,7 @@ func TestValueFromAndForeignEntries(t *testing.T) {
 		Name: "sidecar", Image: "busybox", Env: []corev1.EnvVar{{Name: "CATTLE_ELECTION_RETRY_PERIOD", Value: "1s"}}})
 	cp.InstallFleet(t, e.fleetNS, ds)
 	start(t, e, newTriples(ctrlT, agentT), "")
-	eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
+	framework.Eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
 	after := get(t, e.fleetNS, "gitjob")
 	for _, c := range after.Spec.Template.Spec.Containers {
 		for _, en := range c.Env {
@@ -286,7 +288,7 @@ func TestRancherConfig(t *testing.T) {
 			t.Logf("fleet values now:\n%s", got.Data["fleet"])
 		}
 	}()
-	eventually(t, "values merged", func() bool {
+	framework.Eventually(t, "values merged", func() bool {
 		got, _ = cp.Client.CoreV1().ConfigMaps(e.rancherNS).Get(context.Background(), cm.Name, metav1.GetOptions{})
 		v := got.Data["fleet"]
 		return strings.Contains(v, "leaderElection:\n  leaseDuration: 40s\n  retryPeriod: 5s\n  renewDeadline: 30s") &&
@@ -298,9 +300,10 @@ func TestRancherConfig(t *testing.T) {
 	if got.Data["rancher-webhook"] != "priorityClassName: x\n" {
 		t.Errorf("another chart's values changed: %q", got.Data["rancher-webhook"])
 	}
-	n := r.quiet(500 * time.Millisecond)
+	n := r.writes.Settle(t, nil)
 	r.EnqueueAll()
-	if m := r.quiet(time.Second); m != n {
+	r.writes.NoWrites(t, "resync", framework.ConsistentlyMin, nil)
+	if m := r.writes.Writes(); m != n {
 		t.Errorf("resync made %d writes", m-n)
 	}
 }
@@ -313,7 +316,7 @@ func TestChannelDetectedOnceAndKeptAfterOwnWrites(t *testing.T) {
 	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
 	triples := newTriples(ctrlT, agentT)
 	r := start(t, e, triples, "")
-	eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, &agentT) })
+	framework.Eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, &agentT) })
 	rec, err := cp.Client.CoreV1().ConfigMaps(e.stateNS).Get(context.Background(), fleetsettings.ChannelConfigMapName, metav1.GetOptions{})
 	if err != nil || rec.Data["channel"] != string(fleet.ChannelAgentManagement) || !strings.Contains(rec.Data["evidence"], "Fleet chart") {
 		t.Fatalf("channel record %v, %v", rec.Data, err)
@@ -343,7 +346,7 @@ func TestAgentTimingsNotApplicableAreSaid(t *testing.T) {
 	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.12.0"))
 	agent := mustParse("41s", "33s", "11s") // a triple no other test uses
 	r := start(t, e, newTriples(ctrlT, agent), "")
-	eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, nil) })
+	framework.Eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, nil) })
 	msgs := func(name string) []string {
 		var out []string
 		for _, m := range cp.Events(t, "", name, "AgentTimingsNotApplicable") {
@@ -354,20 +357,27 @@ func TestAgentTimingsNotApplicableAreSaid(t *testing.T) {
 		return out
 	}
 	for _, d := range settings.Of(settings.FleetAgent) {
-		eventually(t, "event on "+d.Name, func() bool { return len(msgs(d.Name)) == 1 })
+		framework.Eventually(t, "event on "+d.Name, func() bool { return len(msgs(d.Name)) == 1 })
 		if m := msgs(d.Name)[0]; !strings.Contains(m, "hardcoded to 30s/25s/10s") {
 			t.Errorf("event %q", m)
 		}
 	}
 	r.EnqueueAll()
-	time.Sleep(2 * time.Second)
-	for _, d := range settings.Of(settings.FleetAgent) {
-		l, _ := cp.Client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + d.Name + ",reason=AgentTimingsNotApplicable"})
-		for _, ev := range l.Items {
-			if strings.Contains(ev.Message, agent.String()) && ev.Count > 1 {
-				t.Errorf("%s: said %d times", d.Name, ev.Count)
+	var repeated string
+	framework.Consistently(t, "each agent Setting told once, a resync included", framework.ConsistentlyMin, func() bool {
+		for _, d := range settings.Of(settings.FleetAgent) {
+			l, _ := cp.Client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + d.Name + ",reason=AgentTimingsNotApplicable"})
+			for _, ev := range l.Items {
+				if strings.Contains(ev.Message, agent.String()) && ev.Count > 1 {
+					repeated = fmt.Sprintf("%s: said %d times", d.Name, ev.Count)
+					return false
+				}
 			}
 		}
+		return true
+	})
+	if repeated != "" {
+		t.Error(repeated)
 	}
 	for _, c := range get(t, e.fleetNS, "fleet-controller").Spec.Template.Spec.Containers {
 		for _, env := range c.Env {

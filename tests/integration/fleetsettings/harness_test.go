@@ -2,15 +2,11 @@ package fleetsettings_test
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/rancher/wrangler/v2/pkg/generated/controllers/apps"
 	"github.com/rancher/wrangler/v2/pkg/generated/controllers/core"
@@ -29,6 +25,7 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // versions are the Fleet releases of the fixtures.
@@ -76,30 +73,6 @@ func (s *staticTriples) set(c settings.Component, t election.Timings) {
 	}
 }
 
-// writeCounter counts the writes a client sends, per request path.
-type writeCounter struct {
-	next  http.RoundTripper
-	total atomic.Int64
-	mu    sync.Mutex
-	paths map[string]int
-}
-
-func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodGet {
-		w.total.Add(1)
-		w.mu.Lock()
-		w.paths[r.URL.Path]++
-		w.mu.Unlock()
-	}
-	return w.next.RoundTrip(r)
-}
-
-func (w *writeCounter) to(path string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.paths[path]
-}
-
 // env is the namespaces one test uses.
 type env struct {
 	fleetNS, rancherNS, stateNS string
@@ -112,16 +85,15 @@ func newEnv(t *testing.T) env {
 // running is a started controller.
 type running struct {
 	*fleetsettings.Controller
-	writes *writeCounter
+	writes *framework.Recorder
 	cancel context.CancelFunc
 }
 
 func start(t *testing.T, e env, triples settings.Triples, override fleet.AgentChannel) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	wc := &writeCounter{paths: map[string]int{}}
 	cfg := rest.CopyConfig(cp.Config)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc }
+	wc := framework.Record(cfg)
 	client := kubernetes.NewForConfigOrDie(cfg)
 	af, err := apps.NewFactoryFromConfigWithOptions(cp.Config, &generic.FactoryOptions{Namespace: e.fleetNS})
 	if err != nil {
@@ -187,32 +159,13 @@ func hasTriple(d *appsv1.Deployment, ctrl election.Timings, agent *election.Timi
 	return true
 }
 
-// stripped returns d without the owned env entries and without the fields
-// the API server changes on every write, as JSON, for comparing everything
-// the project does not own.
-func stripped(t *testing.T, d *appsv1.Deployment) string {
-	t.Helper()
-	d = d.DeepCopy()
-	d.ResourceVersion, d.Generation, d.ManagedFields = "", 0, nil
-	d.Status = appsv1.DeploymentStatus{}
-	for i := range d.Spec.Template.Spec.Containers {
-		c := &d.Spec.Template.Spec.Containers[i]
-		var kept []corev1.EnvVar
-		for _, e := range c.Env {
-			if fleet.IsFleetContainer(c.Name) && (election.CattlePrefix.Owns(e.Name) ||
-				(c.Name == fleet.AgentManagementContainer && election.FleetAgentPrefix.Owns(e.Name))) {
-				continue
-			}
-			kept = append(kept, e)
-		}
-		c.Env = kept
-	}
-	b, err := json.Marshal(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+// ownedEnv leaves out, for kit.Stripped, the env entries the project owns
+// on a Fleet Deployment: CATTLE_ELECTION_* of every Fleet container and
+// FLEET_AGENT_ELECTION_* of fleet-agentmanagement.
+var ownedEnv = kit.WithoutEnv(func(container, name string) bool {
+	return fleet.IsFleetContainer(container) && (election.CattlePrefix.Owns(name) ||
+		(container == fleet.AgentManagementContainer && election.FleetAgentPrefix.Owns(name)))
+})
 
 // envNames lists a container's env names in order.
 func envNames(d *appsv1.Deployment, container string) string {
@@ -226,24 +179,6 @@ func envNames(d *appsv1.Deployment, container string) string {
 		}
 	}
 	return ""
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	framework.Eventually(t, what, cond)
-}
-
-// quiet waits until no write has happened for d and returns the count.
-func (r *running) quiet(d time.Duration) int64 {
-	last := r.writes.total.Load()
-	for {
-		time.Sleep(d)
-		n := r.writes.total.Load()
-		if n == last {
-			return n
-		}
-		last = n
-	}
 }
 
 func mustParse(l, r, p string) election.Timings {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,12 +32,12 @@ func TestDuplicateEntryNeverLeavesAnInvalidTriple(t *testing.T) {
 	cp.InstallFleet(t, e.fleetNS, ds)
 	want := mustParse("30s", "20s", "5s")
 	r := start(t, e, newTriples(want, agentT), "")
-	eventually(t, "gitjob runs the wanted triple", func() bool {
+	framework.Eventually(t, "gitjob runs the wanted triple", func() bool {
 		runs, _, _ := election.CattlePrefix.FromEnv(get(t, e.fleetNS, "gitjob").Spec.Template.Spec.Containers[0].Env) // the last occurrence wins
 		return runs == want
 	})
-	r.quiet(time.Second)
-	if n := r.writes.to(fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/gitjob", e.fleetNS)); n != 1 {
+	r.writes.Settle(t, nil)
+	if n := r.writes.WritesTo(fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/gitjob", e.fleetNS)); n != 1 {
 		t.Errorf("%d writes to gitjob, want 1", n)
 	}
 	for _, en := range get(t, e.fleetNS, "gitjob").Spec.Template.Spec.Containers[0].Env {
@@ -62,7 +61,7 @@ func TestEnvStrippedByAnUpdateKeepsTheChannel(t *testing.T) {
 			if wantChannel[v] == fleet.ChannelAgentManagement {
 				agent = &agentT
 			}
-			eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, agent) })
+			framework.Eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, agent) })
 			d := get(t, e.fleetNS, "fleet-controller")
 			for i := range d.Spec.Template.Spec.Containers {
 				c := &d.Spec.Template.Spec.Containers[i]
@@ -77,8 +76,8 @@ func TestEnvStrippedByAnUpdateKeepsTheChannel(t *testing.T) {
 			if _, err := cp.Client.AppsV1().Deployments(e.fleetNS).Update(context.Background(), d, metav1.UpdateOptions{FieldManager: "helm"}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "repaired in full", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, agent) })
-			r.quiet(time.Second)
+			framework.Eventually(t, "repaired in full", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, agent) })
+			r.writes.Settle(t, nil)
 			if ch, _ := r.Channel(); ch != wantChannel[v] {
 				t.Errorf("channel %s after the env was stripped, want %s", ch, wantChannel[v])
 			}

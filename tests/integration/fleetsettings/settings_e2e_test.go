@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -50,14 +49,15 @@ func TestSettingChangeReachesDeployments(t *testing.T) {
 	patch("fleet-agent-leader-election-lease-duration", "45s")
 	want, agent := mustParse("30s", "25s", "4s"), mustParse("45s", "25s", "10s")
 	for _, name := range []string{"fleet-controller", "gitjob", "helmops"} {
-		eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), want, &agent) })
+		framework.Eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), want, &agent) })
 	}
 
 	// An invalid value is refused by the provider and never reaches a Deployment.
-	n := r.quiet(500 * time.Millisecond)
+	n := r.writes.Settle(t, nil)
 	patch("fleet-leader-election-retry-period", "30s")
-	eventually(t, "refused", func() bool { return p.Status(settings.FleetController).Refused != nil })
-	if m := r.quiet(time.Second); m != n {
+	framework.Eventually(t, "refused", func() bool { return p.Status(settings.FleetController).Refused != nil })
+	r.writes.NoWrites(t, "after an invalid value", framework.ConsistentlyMin, nil)
+	if m := r.writes.Writes(); m != n {
 		t.Errorf("%d writes after an invalid value", m-n)
 	}
 	for _, name := range []string{"fleet-controller", "gitjob", "helmops"} {

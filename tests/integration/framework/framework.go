@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -47,6 +48,8 @@ type ControlPlane struct {
 	Config *rest.Config
 	// Client is a clientset built from Config.
 	Client kubernetes.Interface
+	// Dynamic is a dynamic client built from Config.
+	Dynamic dynamic.Interface
 }
 
 // CRD files the test packages install: RepoCRDs paths are relative to the
@@ -138,7 +141,12 @@ func Start(opts Options) (*ControlPlane, error) {
 		_ = env.Stop()
 		return nil, err
 	}
-	return &ControlPlane{env: env, Config: cfg, Client: cs}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return &ControlPlane{env: env, Config: cfg, Client: cs, Dynamic: dyn}, nil
 }
 
 // Stop stops the control plane and removes its data.

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,6 +31,7 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 	pkgrancher "leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 	"leasetune.io/leasetune/tests/rancher"
 )
 
@@ -72,63 +73,10 @@ func newTriples(t election.Timings) *triples { return framework.NewAgentTriples(
 
 // ---- leasetune's writes, by object -------------------------------------
 
-// writeLog counts the controller's writes (non-GET requests the API
-// server accepted) by URL path. Requests it refused (a 409 conflict on a
-// stale resourceVersion) change nothing and are kept apart, in rejected.
-type writeLog struct {
-	next     http.RoundTripper
-	mu       sync.Mutex
-	byPath   map[string]int
-	total    int
-	rejected []string
-}
-
-func (w *writeLog) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := w.next.RoundTrip(r)
-	if r.Method != http.MethodGet {
-		w.mu.Lock()
-		switch {
-		case err == nil && resp.StatusCode < 300:
-			w.byPath[r.URL.Path]++
-			w.total++
-		case err != nil:
-			w.rejected = append(w.rejected, fmt.Sprintf("%s %s %s: %v", time.Now().Format("15:04:05.000"), r.Method, r.URL.Path, err))
-		default:
-			w.rejected = append(w.rejected, fmt.Sprintf("%s %s %s: %d", time.Now().Format("15:04:05.000"), r.Method, r.URL.Path, resp.StatusCode))
-		}
-		w.mu.Unlock()
-	}
-	return resp, err
-}
-
-// rejectedSince returns the refused requests after the first n.
-func (w *writeLog) rejectedSince(n int) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.rejected[n:]...)
-}
-
-func (w *writeLog) rejectedCount() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.rejected)
-}
-
-func (w *writeLog) snapshot() map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range w.byPath {
-		out[k] = v
-	}
-	return out
-}
-
-func (w *writeLog) count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.total
-}
+// The controller's writes are recorded by a framework.Recorder (h.writes):
+// its accepted writes count, by URL path; requests the API server refused
+// (a 409 conflict on a stale resourceVersion) change nothing and are kept
+// apart (Refused).
 
 // delta is what grew from before to now, by path.
 func delta(before, now map[string]int) map[string]int {
@@ -261,7 +209,7 @@ func (r *recorder) errorf(format string, args ...interface{}) {
 }
 
 func (r *recorder) add(gvr schema.GroupVersionResource, typ watch.EventType, u *unstructured.Unstructured) {
-	o := observed{at: time.Now(), typ: typ, obj: objRef{gvr, u.GetNamespace(), u.GetName()}, rv: u.GetResourceVersion(), env: envOf(u)}
+	o := observed{at: time.Now(), typ: typ, obj: objRef{gvr, u.GetNamespace(), u.GetName()}, rv: u.GetResourceVersion(), env: kit.AgentEnv(u)}
 	var newest metav1.Time
 	for _, mf := range u.GetManagedFields() {
 		if mf.Time != nil && !mf.Time.Before(&newest) {
@@ -307,6 +255,33 @@ func duplicateNames(ch fleet.AgentChannel, env []string) []string {
 		}
 	}
 	return dups
+}
+
+// count is the number of events so far whose object keep accepts.
+func (r *recorder) count(keep func(objRef) bool) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if keep(e.obj) {
+			n++
+		}
+	}
+	return n
+}
+
+// after returns the events seen at or after since whose object keep
+// accepts.
+func (r *recorder) after(since time.Time, keep func(objRef) bool) []observed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []observed
+	for _, e := range r.events {
+		if !e.at.Before(since) && keep(e.obj) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // seq is the number of events so far: a mark for since.
@@ -371,7 +346,7 @@ type harness struct {
 	global  election.Timings
 	d       *rancher.Double
 	ctrl    *agentenv.Controller
-	writes  *writeLog
+	writes  *framework.Recorder
 	rec     *recorder
 	stopCtl func()
 	mgmts   []string
@@ -415,10 +390,9 @@ func newHarness(t *testing.T, version string, ch fleet.AgentChannel, global elec
 
 func (h *harness) startController() {
 	h.t.Helper()
-	h.writes = &writeLog{byPath: map[string]int{}}
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { h.writes.next = rt; return h.writes }
+	h.writes = framework.Record(cfg)
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
 	h.tr = newTriples(h.global)
@@ -512,9 +486,8 @@ func (h *harness) get(o objRef) *unstructured.Unstructured {
 	return u
 }
 
-func (h *harness) create(gvr schema.GroupVersionResource, obj map[string]interface{}) {
+func (h *harness) create(gvr schema.GroupVersionResource, u *unstructured.Unstructured) {
 	h.t.Helper()
-	u := &unstructured.Unstructured{Object: obj}
 	if gvr == mgmtGVR {
 		h.mgmts = append(h.mgmts, u.GetName())
 	}
@@ -542,19 +515,14 @@ func (h *harness) patch(o objRef, p map[string]interface{}) {
 // that does not happen within two minutes: a write fight.
 func (h *harness) calm(what string) {
 	h.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		mark, lw, dw := h.rec.seq(), h.writes.count(), h.d.TotalWrites()
-		time.Sleep(calmWindow)
-		evs := h.rec.since(mark, h.owns)
-		if len(evs) == 0 && h.writes.count() == lw && h.d.TotalWrites() == dw && h.ctrl.QueueLen() == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("%s: the objects never settle (a write fight?): in the last %s leasetune wrote %d times, the double %d times; events:%s",
-				what, calmWindow, h.writes.count()-lw, h.d.TotalWrites()-dw, h.rec.describe(evs))
-		}
-	}
+	type moves struct{ events, writes, double int }
+	framework.WaitQuiet(h.t, what+": the objects settle (a write fight?)", calmWindow, 2*time.Minute,
+		func() (moves, bool) {
+			return moves{h.rec.count(h.owns), h.writes.Writes(), h.d.TotalWrites()}, h.ctrl.QueueLen() == 0
+		},
+		func(since time.Time) string {
+			return "\nleasetune's writes:" + h.writes.WritesSince(since) + "\nevents:" + h.rec.describe(h.rec.after(since, h.owns))
+		})
 }
 
 // ---- cluster fixtures --------------------------------------------------
@@ -582,52 +550,6 @@ type cluster struct {
 
 var userEnv = []string{"HTTPS_PROXY=http://proxy.example.com:3128", "NO_PROXY=127.0.0.0/8,10.0.0.0/8,.svc,.cluster.local"}
 
-func envList(kv []string) []interface{} {
-	var out []interface{}
-	for _, e := range kv {
-		p := strings.SplitN(e, "=", 2)
-		out = append(out, map[string]interface{}{"name": p[0], "value": p[1]})
-	}
-	return out
-}
-
-// Agent customizations, as users set them in Rancher (cluster and fleet
-// agent deployment customization) and on standalone fleet Clusters.
-func rancherCustomization() map[string]interface{} {
-	c := map[string]interface{}{
-		"appendTolerations": []interface{}{map[string]interface{}{"key": "dedicated", "operator": "Equal", "value": "edge", "effect": "NoSchedule"}},
-		"overrideResourceRequirements": map[string]interface{}{
-			"limits": map[string]interface{}{"memory": "512Mi"}, "requests": map[string]interface{}{"cpu": "100m"}},
-		"overrideAffinity": map[string]interface{}{"nodeAffinity": map[string]interface{}{"preferredDuringSchedulingIgnoredDuringExecution": []interface{}{
-			map[string]interface{}{"weight": int64(1), "preference": map[string]interface{}{"matchExpressions": []interface{}{
-				map[string]interface{}{"key": "node-role.kubernetes.io/edge", "operator": "Exists"}}}}}}},
-	}
-	return c
-}
-
-func fleetCustomization() map[string]interface{} {
-	return map[string]interface{}{
-		"agentNamespace":   "cattle-fleet-system",
-		"agentTolerations": []interface{}{map[string]interface{}{"key": "dedicated", "operator": "Equal", "value": "edge", "effect": "NoSchedule"}},
-		"agentAffinity": map[string]interface{}{"nodeAffinity": map[string]interface{}{"preferredDuringSchedulingIgnoredDuringExecution": []interface{}{
-			map[string]interface{}{"weight": int64(1), "preference": map[string]interface{}{"matchExpressions": []interface{}{
-				map[string]interface{}{"key": "node-role.kubernetes.io/edge", "operator": "Exists"}}}}}}},
-		"agentResources": map[string]interface{}{"limits": map[string]interface{}{"memory": "256Mi"}, "requests": map[string]interface{}{"cpu": "50m"}},
-	}
-}
-
-func withEnv(spec map[string]interface{}, env []string) map[string]interface{} {
-	out := map[string]interface{}{}
-	for k, v := range spec {
-		out[k] = v
-	}
-	out["agentEnvVars"] = envList(env)
-	return out
-}
-
-// legacyName returns a random legacy management name c-xxxxx.
-func legacyName(t *testing.T) string { return framework.LegacyClusterName(t) }
-
 // kinds of the full fixture.
 var allKinds = []string{"local", "legacy", "imported", "provisioned", "standalone"}
 
@@ -639,43 +561,36 @@ func (h *harness) createClusters(kinds ...string) []*cluster {
 	var out []*cluster
 	for _, k := range kinds {
 		c := &cluster{kind: k, before: append([]string(nil), userEnv...)}
-		custom := map[string]interface{}{
-			"clusterAgentDeploymentCustomization": rancherCustomization(),
-			"fleetAgentDeploymentCustomization":   rancherCustomization(),
-		}
+		custom := kit.RancherAgentCustomization()
+		withCustom := []kit.ClusterOption{kit.WithSpec(custom), kit.WithEnv(kit.Env(c.before...)...)}
 		switch k {
 		case "local":
 			h.ensureNamespace(rancher.FleetLocalNamespace)
 			h.local = true
-			spec := withEnv(custom, c.before)
-			spec["internal"], spec["displayName"] = true, "local"
-			h.create(mgmtGVR, map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Cluster",
-				"metadata": map[string]interface{}{"name": "local"}, "spec": spec})
+			h.create(mgmtGVR, kit.ManagementCluster("local", append(withCustom,
+				kit.WithSpec(map[string]interface{}{"internal": true, "displayName": "local"}))...))
 			m := objRef{mgmtGVR, "", "local"}
 			p := objRef{provGVR, rancher.FleetLocalNamespace, "local"}
 			c.mgmt, c.prov, c.source = &m, &p, m
 			c.fleet = objRef{fleetGVR, rancher.FleetLocalNamespace, "local"}
 		case "legacy":
-			name := legacyName(h.t)
-			spec := withEnv(custom, c.before)
-			spec["displayName"], spec["fleetWorkspaceName"] = "legacy-eks", h.ns
-			h.create(mgmtGVR, map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Cluster",
-				"metadata": map[string]interface{}{"name": name}, "spec": spec})
+			name := framework.LegacyClusterName(h.t)
+			h.create(mgmtGVR, kit.ManagementCluster(name, append(withCustom,
+				kit.WithSpec(map[string]interface{}{"displayName": "legacy-eks", "fleetWorkspaceName": h.ns}))...))
 			m := objRef{mgmtGVR, "", name}
 			p := objRef{provGVR, h.ns, name}
 			c.mgmt, c.prov, c.source = &m, &p, m
 			c.fleet = objRef{fleetGVR, h.ns, name}
 		case "imported", "provisioned":
-			spec := withEnv(custom, c.before)
+			opts := withCustom
 			if k == "provisioned" {
-				spec["kubernetesVersion"] = "v1.30.4+rke2r1"
-				spec["rkeConfig"] = map[string]interface{}{"dataDirectories": map[string]interface{}{"systemAgent": "/opt/rke-agent"}}
+				opts = append(opts, kit.WithSpec(map[string]interface{}{"kubernetesVersion": "v1.30.4+rke2r1",
+					"rkeConfig": map[string]interface{}{"dataDirectories": map[string]interface{}{"systemAgent": "/opt/rke-agent"}}}))
 				if h.rv.AtLeast(2, 9, 1) {
 					c.appended = []string{rancher.SystemAgentDataDirEnvVar + "=/opt/rke-agent"}
 				}
 			}
-			h.create(provGVR, map[string]interface{}{"apiVersion": "provisioning.cattle.io/v1", "kind": "Cluster",
-				"metadata": map[string]interface{}{"name": k, "namespace": h.ns}, "spec": spec})
+			h.create(provGVR, kit.ProvisioningCluster(h.ns, k, opts...))
 			p := objRef{provGVR, h.ns, k}
 			c.prov, c.source = &p, p
 			c.fleet = objRef{fleetGVR, h.ns, k}
@@ -693,10 +608,8 @@ func (h *harness) createClusters(kinds ...string) []*cluster {
 				c.source = m
 			}
 		case "standalone":
-			spec := withEnv(fleetCustomization(), c.before)
-			custom = fleetCustomization()
-			h.create(fleetGVR, map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
-				"metadata": map[string]interface{}{"name": "standalone", "namespace": h.ns}, "spec": spec})
+			custom = kit.FleetAgentCustomization()
+			h.create(fleetGVR, kit.FleetCluster(h.ns, "standalone", kit.WithSpec(custom), kit.WithEnv(kit.Env(c.before...)...)))
 			c.fleet = objRef{fleetGVR, h.ns, "standalone"}
 			c.source = c.fleet
 		}
@@ -757,11 +670,11 @@ func (h *harness) wantFleet(c *cluster) []string {
 func (h *harness) mismatch(cs []*cluster) string {
 	var b strings.Builder
 	for _, c := range cs {
-		if got, want := envOf(h.get(c.source)), h.wantSource(c); !equal(got, want) {
+		if got, want := kit.AgentEnv(h.get(c.source)), h.wantSource(c); !slices.Equal(got, want) {
 			fmt.Fprintf(&b, "\n  %s (source of %s): env %v, want %v", c.source, c.kind, got, want)
 		}
 		if c.fleet != c.source {
-			if got, want := envOf(h.get(c.fleet)), h.wantFleet(c); !equal(got, want) {
+			if got, want := kit.AgentEnv(h.get(c.fleet)), h.wantFleet(c); !slices.Equal(got, want) {
 				fmt.Fprintf(&b, "\n  %s (%s): env %v, want %v", c.fleet, c.kind, got, want)
 			}
 		}
@@ -796,37 +709,6 @@ func pollMinute(cond func() bool) error {
 }
 
 // ---- small helpers -----------------------------------------------------
-
-// envOf returns spec.agentEnvVars as NAME=VALUE strings (nil when absent).
-func envOf(u *unstructured.Unstructured) []string {
-	if u == nil {
-		return nil
-	}
-	l, _, _ := unstructured.NestedSlice(u.Object, "spec", "agentEnvVars")
-	var out []string
-	for _, it := range l {
-		m, _ := it.(map[string]interface{})
-		v, _ := m["value"].(string)
-		if _, from := m["valueFrom"]; from {
-			v = "<valueFrom>"
-		}
-		n, _ := m["name"].(string)
-		out = append(out, n+"="+v)
-	}
-	return out
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // specJSON is the JSON of the object's spec fields named in keys.
 func specJSON(u *unstructured.Unstructured, keys map[string]interface{}) string {

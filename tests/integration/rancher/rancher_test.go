@@ -1,6 +1,8 @@
 package rancher_test
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // warningReasons are the Warning Events the controller records.
@@ -84,11 +88,11 @@ func TestBesideRancher(t *testing.T) {
 				}
 				if !t.Run(s.name, func(t *testing.T) {
 					h.t = t
-					rj := h.writes.rejectedCount()
+					rj := len(h.writes.Refused())
 					defer func() {
 						// Refused requests change nothing (they are not
 						// writes); shown for the record.
-						if r := h.writes.rejectedSince(rj); len(r) > 0 {
+						if r := h.writes.Refused()[rj:]; len(r) > 0 {
 							t.Logf("write requests of leasetune the API server refused: %v", r)
 						}
 					}()
@@ -111,7 +115,7 @@ func stepConverges(t *testing.T, h *harness, cs []*cluster) {
 	for _, c := range cs {
 		sources[c.source.path()] = true
 	}
-	for p, n := range h.writes.snapshot() {
+	for p, n := range h.writes.AcceptedByPath() {
 		if !sources[p] {
 			t.Errorf("leasetune wrote %s %d times: Rancher generates it (sources: %v)", p, n, keysOf(sources))
 		}
@@ -128,23 +132,25 @@ func stepConverges(t *testing.T, h *harness, cs []*cluster) {
 		}
 	}
 	if h.channel == fleet.ChannelAgentManagement {
-		if n := h.writes.count(); n != 0 {
-			t.Errorf("leasetune made %d writes on agentmanagement, where Fleet renders every agent's CATTLE_ELECTION_*: %v", n, h.writes.snapshot())
+		if n := h.writes.Accepted(); n != 0 {
+			t.Errorf("leasetune made %d writes on agentmanagement, where Fleet renders every agent's CATTLE_ELECTION_*: %v", n, h.writes.AcceptedByPath())
 		}
 	}
-	t.Logf("converged: leasetune writes %v; double writes %d", h.writes.snapshot(), h.d.TotalWrites())
+	t.Logf("converged: leasetune writes %v; double writes %d", h.writes.AcceptedByPath(), h.d.TotalWrites())
 }
 
 func stepQuiet(t *testing.T, h *harness, cs []*cluster) {
-	mark, lw, dw := h.rec.seq(), h.writes.snapshot(), h.d.TotalWrites()
-	rec := h.d.Reconciles()
-	time.Sleep(quietWindow)
+	mark, lw, dw := h.rec.seq(), h.writes.AcceptedByPath(), h.d.TotalWrites()
+	rec, lws := h.d.Reconciles(), h.writes.Writes()
+	framework.Consistently(t, "no change of a cluster object, no write", quietWindow, func() bool {
+		return len(h.rec.since(mark, h.owns)) == 0 && h.writes.Writes() == lws && h.d.TotalWrites() == dw
+	})
 	evs := h.rec.since(mark, h.owns)
 	if len(evs) > 0 {
 		t.Errorf("%d changes of cluster objects in %s after converging (a write fight): leasetune's writes %v, the double's %d:%s",
-			len(evs), quietWindow, delta(lw, h.writes.snapshot()), h.d.TotalWrites()-dw, h.rec.describe(evs))
+			len(evs), quietWindow, delta(lw, h.writes.AcceptedByPath()), h.d.TotalWrites()-dw, h.rec.describe(evs))
 	}
-	if d := delta(lw, h.writes.snapshot()); len(d) > 0 {
+	if d := delta(lw, h.writes.AcceptedByPath()); len(d) > 0 {
 		t.Errorf("leasetune wrote in the quiet window: %v", d)
 	}
 	if n := h.d.TotalWrites() - dw; n != 0 {
@@ -160,7 +166,7 @@ func stepQuiet(t *testing.T, h *harness, cs []*cluster) {
 }
 
 func stepGlobalChange(t *testing.T, h *harness, cs []*cluster) {
-	mark, lw := h.rec.seq(), h.writes.snapshot()
+	mark, lw := h.rec.seq(), h.writes.AcceptedByPath()
 	next := mustTimings("40s", "30s", "5s")
 	if next == h.global {
 		t.Fatal("test: the new triple equals the old")
@@ -172,7 +178,7 @@ func stepGlobalChange(t *testing.T, h *harness, cs []*cluster) {
 	if h.channel == fleet.ChannelClusterEnvV09 {
 		want = 1
 	}
-	d := delta(lw, h.writes.snapshot())
+	d := delta(lw, h.writes.AcceptedByPath())
 	for _, c := range cs {
 		if n := d[c.source.path()]; n != want {
 			t.Errorf("%s (%s): %d writes by leasetune for one global change, want %d", c.source, c.kind, n, want)
@@ -186,11 +192,11 @@ func stepGlobalChange(t *testing.T, h *harness, cs []*cluster) {
 	if len(d) > 0 {
 		t.Errorf("leasetune wrote other objects for the global change: %v", d)
 	}
-	t.Logf("global change: leasetune writes %v", delta(lw, h.writes.snapshot()))
+	t.Logf("global change: leasetune writes %v", delta(lw, h.writes.AcceptedByPath()))
 }
 
 func stepUserEdit(t *testing.T, h *harness, cs []*cluster) {
-	mark, lw := h.rec.seq(), h.writes.snapshot()
+	mark, lw := h.rec.seq(), h.writes.AcceptedByPath()
 	var edited []*cluster
 	for _, c := range cs {
 		if c.prov == nil || c.source != *c.prov {
@@ -201,7 +207,7 @@ func stepUserEdit(t *testing.T, h *harness, cs []*cluster) {
 		u := h.get(c.source)
 		env, _, _ := unstructured.NestedSlice(u.Object, "spec", "agentEnvVars")
 		extra := "EXTRA_CA_BUNDLE=/etc/ssl/extra/" + c.kind + ".pem"
-		env = append(env, envList([]string{extra})...)
+		env = append(env, map[string]interface{}{"name": "EXTRA_CA_BUNDLE", "value": "/etc/ssl/extra/" + c.kind + ".pem"})
 		h.patch(c.source, map[string]interface{}{
 			"metadata": map[string]interface{}{"resourceVersion": u.GetResourceVersion()},
 			"spec":     map[string]interface{}{"agentEnvVars": env},
@@ -213,7 +219,7 @@ func stepUserEdit(t *testing.T, h *harness, cs []*cluster) {
 		t.Fatal("test: no provisioning Cluster is a source here")
 	}
 	h.converge("after the user's edit", cs)
-	if d := delta(lw, h.writes.snapshot()); len(d) > 0 {
+	if d := delta(lw, h.writes.AcceptedByPath()); len(d) > 0 {
 		t.Errorf("leasetune wrote after a user's edit of env it does not own: %v; events:%s", d, h.rec.describe(h.rec.since(mark, h.owns)))
 	}
 	for _, c := range edited {
@@ -225,7 +231,7 @@ func stepUserEdit(t *testing.T, h *harness, cs []*cluster) {
 }
 
 func stepOverrides(t *testing.T, h *harness, cs []*cluster) {
-	mark, lw := h.rec.seq(), h.writes.snapshot()
+	mark, lw := h.rec.seq(), h.writes.AcceptedByPath()
 	overrides := map[string]struct {
 		ann  map[string]interface{}
 		want election.Timings
@@ -249,7 +255,7 @@ func stepOverrides(t *testing.T, h *harness, cs []*cluster) {
 		t.Fatal("test: no provisioning Cluster is a source here")
 	}
 	h.converge("after the overrides", cs)
-	d := delta(lw, h.writes.snapshot())
+	d := delta(lw, h.writes.AcceptedByPath())
 	for _, c := range set {
 		if n := d[c.source.path()]; n != 1 {
 			t.Errorf("%s: %d writes by leasetune for its override, want 1", c.source, n)
@@ -267,15 +273,23 @@ func stepOverrides(t *testing.T, h *harness, cs []*cluster) {
 	if len(d) > 0 {
 		t.Errorf("leasetune wrote other objects for the overrides: %v", d)
 	}
-	time.Sleep(time.Second) // the broadcaster sends Events asynchronously
-	for _, c := range set {
-		for _, o := range []objRef{*c.mgmt, c.fleet, *c.prov} {
-			for _, r := range warningReasons {
-				if ev := cp.Events(t, o.ns, o.name, r); len(ev) > 0 {
-					t.Errorf("Warning Event %s on %s: %v", r, o, ev)
+	// (The broadcaster sends Events asynchronously.)
+	var warned string
+	framework.Consistently(t, "no Warning Event on the objects Rancher copies the annotations to", framework.ConsistentlyMin, func() bool {
+		for _, c := range set {
+			for _, o := range []objRef{*c.mgmt, c.fleet, *c.prov} {
+				for _, r := range warningReasons {
+					if ev := cp.Events(t, o.ns, o.name, r); len(ev) > 0 {
+						warned = fmt.Sprintf("Warning Event %s on %s: %v", r, o, ev)
+						return false
+					}
 				}
 			}
 		}
+		return true
+	})
+	if warned != "" {
+		t.Error(warned)
 	}
 }
 
@@ -292,25 +306,27 @@ func TestV211ImportedWritesManagement(t *testing.T) {
 		t.Fatalf("test: source %s, want the management Cluster", c.source)
 	}
 	h.converge("imported cluster on v2.11.3", cs)
-	w := h.writes.snapshot()
+	w := h.writes.AcceptedByPath()
 	if n := w[c.mgmt.path()]; n != 1 {
 		t.Errorf("%s: %d writes by leasetune, want 1", *c.mgmt, n)
 	}
 	if n := w[c.prov.path()]; n != 0 {
 		t.Errorf("%s: %d writes by leasetune: on v2.11+ Rancher no longer reads it for imported clusters", *c.prov, n)
 	}
-	if got := envOf(h.get(*c.prov)); !equal(got, userEnv) {
+	if got := kit.AgentEnv(h.get(*c.prov)); !slices.Equal(got, userEnv) {
 		t.Errorf("%s env %v, want the user's %v untouched", *c.prov, got, userEnv)
 	}
 	mark, dw := h.rec.seq(), h.d.TotalWrites()
-	time.Sleep(15 * doubleResync)
+	framework.Consistently(t, "no change over 15 of the double's resyncs", 15*doubleResync, func() bool {
+		return len(h.rec.since(mark, h.owns)) == 0 && h.d.TotalWrites() == dw
+	})
 	if evs := h.rec.since(mark, h.owns); len(evs) > 0 {
 		t.Errorf("changes after converging (the double putting the management Cluster back?):%s", h.rec.describe(evs))
 	}
 	if n := h.d.TotalWrites() - dw; n != 0 {
 		t.Errorf("the double wrote %d times after converging", n)
 	}
-	if got, want := envOf(h.get(*c.mgmt)), h.wantSource(c); !equal(got, want) {
+	if got, want := kit.AgentEnv(h.get(*c.mgmt)), h.wantSource(c); !slices.Equal(got, want) {
 		t.Errorf("%s env %v, want %v", *c.mgmt, got, want)
 	}
 }

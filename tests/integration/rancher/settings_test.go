@@ -2,6 +2,7 @@ package rancher_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 	"leasetune.io/leasetune/tests/rancher"
 )
 
@@ -34,16 +36,7 @@ func TestRancherStartDeletesTheSettings(t *testing.T) {
 	cp.InstallFleet(t, fleetNS, framework.FleetDeployments(t, "v0.14.10"))
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
 	settingsGVR := schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
-	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
-		"spec": map[string]interface{}{"agentEnvVars": []interface{}{map[string]interface{}{"name": "HTTPS_PROXY", "value": "http://proxy:3128"}}}}}
-	fc.SetNamespace(clusterNS)
-	fc.SetName("edge-1")
-	if _, err := dyn.Resource(agentenv.FleetClusterGVR).Namespace(clusterNS).Create(ctx, fc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = dyn.Resource(agentenv.FleetClusterGVR).Namespace(clusterNS).Delete(context.Background(), "edge-1", metav1.DeleteOptions{})
-	})
+	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(clusterNS, "edge-1", kit.WithEnv(kit.Env("HTTPS_PROXY=http://proxy:3128")...)))
 
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -84,8 +77,9 @@ func TestRancherStartDeletesTheSettings(t *testing.T) {
 		return ""
 	}
 	framework.Eventually(t, "the users' values in effect", func() bool { return agentTriple() == "12s" })
-	time.Sleep(3 * time.Second) // settle, and let the writes of the change end
-	versions := func() map[string]string {
+	// The resourceVersions of the Deployments and the cluster, as a
+	// comparable string (fmt prints a map with its keys sorted).
+	versions := func() string {
 		out := map[string]string{}
 		l, _ := cp.Client.AppsV1().Deployments(fleetNS).List(ctx, metav1.ListOptions{})
 		for _, d := range l.Items {
@@ -93,9 +87,11 @@ func TestRancherStartDeletesTheSettings(t *testing.T) {
 		}
 		u, _ := dyn.Resource(agentenv.FleetClusterGVR).Namespace(clusterNS).Get(ctx, "edge-1", metav1.GetOptions{})
 		out["cluster/edge-1"] = u.GetResourceVersion()
-		return out
+		return fmt.Sprint(out)
 	}
-	before := versions()
+	// Let the writes of the change end.
+	before := framework.WaitQuiet(t, "the Deployments and the cluster at rest", 3*time.Second, time.Minute,
+		func() (string, bool) { return versions(), true }, func(time.Time) string { return "\n" + versions() })
 	uid := func(name string) string {
 		u, err := dyn.Resource(settingsGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -124,26 +120,11 @@ func TestRancherStartDeletesTheSettings(t *testing.T) {
 			t.Errorf("%s not restored", def.Name)
 		}
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		if now := versions(); !equalMaps(now, before) {
-			t.Fatalf("a Deployment or cluster was written after Rancher deleted the Settings:\nbefore %v\nafter  %v", before, now)
-		}
-		time.Sleep(500 * time.Millisecond)
+	if !framework.Consistently(t, "no Deployment or cluster written after Rancher deleted the Settings", 15*time.Second,
+		func() bool { return versions() == before }) {
+		t.Fatalf("a Deployment or cluster was written after Rancher deleted the Settings:\nbefore %v\nafter  %v", before, versions())
 	}
 	if agentTriple() != "12s" {
 		t.Errorf("the agent triple in effect changed: %s", agentTriple())
 	}
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

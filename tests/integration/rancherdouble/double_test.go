@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 	"leasetune.io/leasetune/tests/rancher"
 )
 
@@ -30,12 +31,12 @@ func TestImportedClusterFlows(t *testing.T) {
 	framework.Eventually(t, "management env and annotations", func() bool {
 		u := h.get(mgmt, "", m)
 		a := ann(u)
-		return equal(env(u), "A=1", "B=2") && a["example.com/owner"] == "team-a" &&
+		return equal(kit.AgentEnv(u), "A=1", "B=2") && a["example.com/owner"] == "team-a" &&
 			a[rancher.AdministratedAnnotation] == "false" && a[rancher.AppliedAnnotation] != ""
 	})
 	framework.Eventually(t, "fleet Cluster env, label and annotations", func() bool {
 		u := h.get(fleet, h.ns, "imported")
-		return u != nil && equal(env(u), "A=1", "B=2") && labels(u)[rancher.ClusterNameLabel] == m &&
+		return u != nil && equal(kit.AgentEnv(u), "A=1", "B=2") && labels(u)[rancher.ClusterNameLabel] == m &&
 			ann(u)["example.com/owner"] == "team-a"
 	})
 	f := h.get(fleet, h.ns, "imported")
@@ -58,7 +59,7 @@ func TestImportedClusterFlows(t *testing.T) {
 		mu, fu := h.get(mgmt, "", m), h.get(fleet, h.ns, "imported")
 		_, mGone := ann(mu)["example.com/gone"]
 		_, fGone := ann(fu)["example.com/gone"]
-		return equal(env(mu), "B=3", "A=1") && equal(env(fu), "B=3", "A=1") && !mGone && !fGone &&
+		return equal(kit.AgentEnv(mu), "B=3", "A=1") && equal(kit.AgentEnv(fu), "B=3", "A=1") && !mGone && !fGone &&
 			ann(mu)["other.example/x"] == "y" && ann(fu)["other.example/x"] == "y"
 	})
 	h.stable(3 * time.Second)
@@ -75,12 +76,12 @@ func TestDirectEditsPutBack(t *testing.T) {
 	d := h.start("v2.10.3", 2*time.Second)
 	h.create(prov, provCluster(h.ns, "edited", nil, map[string]interface{}{"agentEnvVars": envList("A", "1")}))
 	m := h.mgmtName(h.ns, "edited")
-	framework.Eventually(t, "fleet env", func() bool { return equal(env(h.get(fleet, h.ns, "edited")), "A=1") })
+	framework.Eventually(t, "fleet env", func() bool { return equal(kit.AgentEnv(h.get(fleet, h.ns, "edited")), "A=1") })
 	h.stable(3 * time.Second)
 	before := d.Writes(mgmt, "", m)
 
 	h.patch(mgmt, "", m, map[string]interface{}{"spec": map[string]interface{}{"agentEnvVars": envList("A", "1", "CATTLE_ELECTION_RETRY_PERIOD", "10s")}})
-	framework.Eventually(t, "management env put back", func() bool { return equal(env(h.get(mgmt, "", m)), "A=1") })
+	framework.Eventually(t, "management env put back", func() bool { return equal(kit.AgentEnv(h.get(mgmt, "", m)), "A=1") })
 	h.stable(3 * time.Second)
 	t.Logf("writes of the management Cluster: %d to create and keep it, %d to put one edit back", before, d.Writes(mgmt, "", m)-before)
 	if w := d.Writes(mgmt, "", m) - before; w < 1 || w > 3 {
@@ -88,7 +89,7 @@ func TestDirectEditsPutBack(t *testing.T) {
 	}
 
 	h.patch(fleet, h.ns, "edited", map[string]interface{}{"spec": map[string]interface{}{"agentEnvVars": envList("A", "2")}})
-	framework.Eventually(t, "fleet env put back", func() bool { return equal(env(h.get(fleet, h.ns, "edited")), "A=1") })
+	framework.Eventually(t, "fleet env put back", func() bool { return equal(kit.AgentEnv(h.get(fleet, h.ns, "edited")), "A=1") })
 	h.stable(3 * time.Second)
 }
 
@@ -110,7 +111,7 @@ func TestLegacyCluster(t *testing.T) {
 		return n == name && ann(u)["example.com/a"] == "b"
 	})
 	p := h.get(prov, h.ns, name)
-	if e := env(p); e != nil {
+	if e := kit.AgentEnv(p); e != nil {
 		t.Errorf("generated provisioning Cluster has env %v, want none", e)
 	}
 	if _, ok := ann(p)["management.cattle.io/x"]; ok {
@@ -118,12 +119,12 @@ func TestLegacyCluster(t *testing.T) {
 	}
 	framework.Eventually(t, "fleet Cluster env", func() bool {
 		u := h.get(fleet, h.ns, name)
-		return u != nil && equal(env(u), "CATTLE_X=1") && labels(u)[rancher.ClusterNameLabel] == name
+		return u != nil && equal(kit.AgentEnv(u), "CATTLE_X=1") && labels(u)[rancher.ClusterNameLabel] == name
 	})
 	// The management env changes: it reaches fleet.
 	h.patch(mgmt, "", name, map[string]interface{}{"spec": map[string]interface{}{"agentEnvVars": envList("CATTLE_X", "2")}})
-	framework.Eventually(t, "changed env reaches fleet", func() bool { return equal(env(h.get(fleet, h.ns, name)), "CATTLE_X=2") })
-	if e := env(h.get(mgmt, "", name)); !equal(e, "CATTLE_X=2") {
+	framework.Eventually(t, "changed env reaches fleet", func() bool { return equal(kit.AgentEnv(h.get(fleet, h.ns, name)), "CATTLE_X=2") })
+	if e := kit.AgentEnv(h.get(mgmt, "", name)); !equal(e, "CATTLE_X=2") {
 		t.Errorf("legacy management env %v was not left as written", e)
 	}
 
@@ -138,7 +139,7 @@ func TestLegacyCluster(t *testing.T) {
 		}
 		ws, _, _ := unstructuredString(u.Object, "spec", "fleetWorkspaceName")
 		return ws == "fleet-default" && h.get(prov, "fleet-default", bare) != nil &&
-			equal(env(h.get(fleet, "fleet-default", bare)), "Y=1")
+			equal(kit.AgentEnv(h.get(fleet, "fleet-default", bare)), "Y=1")
 	})
 	h.stable(3 * time.Second)
 }
@@ -169,8 +170,8 @@ func TestVersions(t *testing.T) {
 			if c.dataDir {
 				want = append(want, rancher.SystemAgentDataDirEnvVar+"=/opt/agent")
 			}
-			framework.Eventually(t, "management env", func() bool { return equal(env(h.get(mgmt, "", m)), want...) })
-			framework.Eventually(t, "fleet env", func() bool { return equal(env(h.get(fleet, h.ns, "rke")), want...) })
+			framework.Eventually(t, "management env", func() bool { return equal(kit.AgentEnv(h.get(mgmt, "", m)), want...) })
+			framework.Eventually(t, "fleet env", func() bool { return equal(kit.AgentEnv(h.get(fleet, h.ns, "rke")), want...) })
 			h.stable(2 * time.Second)
 			f := h.get(fleet, h.ns, "rke")
 			if got := ann(f)["example.com/a"] == "b"; got != c.annotations {
@@ -213,19 +214,19 @@ func TestV211ImportedManagementIsSource(t *testing.T) {
 			h.start(c.version, 0)
 			h.create(prov, provCluster(h.ns, "imp", nil, map[string]interface{}{"agentEnvVars": envList("A", "1")}))
 			m := h.mgmtName(h.ns, "imp")
-			framework.Eventually(t, "management env", func() bool { return equal(env(h.get(mgmt, "", m)), "A=1") })
+			framework.Eventually(t, "management env", func() bool { return equal(kit.AgentEnv(h.get(mgmt, "", m)), "A=1") })
 			h.stable(2 * time.Second)
 			before := h.d.Writes(mgmt, "", m)
 			h.patch(mgmt, "", m, map[string]interface{}{"spec": map[string]interface{}{"agentEnvVars": envList("A", "1", "E", "x")}})
 			if c.putBack {
 				framework.Eventually(t, "edit put back", func() bool {
-					return h.d.Writes(mgmt, "", m) > before && equal(env(h.get(mgmt, "", m)), "A=1")
+					return h.d.Writes(mgmt, "", m) > before && equal(kit.AgentEnv(h.get(mgmt, "", m)), "A=1")
 				})
 				return
 			}
-			framework.Eventually(t, "edit reaches fleet", func() bool { return equal(env(h.get(fleet, h.ns, "imp")), "A=1", "E=x") })
+			framework.Eventually(t, "edit reaches fleet", func() bool { return equal(kit.AgentEnv(h.get(fleet, h.ns, "imp")), "A=1", "E=x") })
 			h.stable(2 * time.Second)
-			if e := env(h.get(mgmt, "", m)); !equal(e, "A=1", "E=x") {
+			if e := kit.AgentEnv(h.get(mgmt, "", m)); !equal(e, "A=1", "E=x") {
 				t.Errorf("v2.11 management env %v, want the edit kept", e)
 			}
 		})
@@ -243,7 +244,7 @@ func TestConverges(t *testing.T) {
 	}
 	for _, n := range []string{"one", "two", "three"} {
 		h.mgmtName(h.ns, n)
-		framework.Eventually(t, "fleet "+n, func() bool { return equal(env(h.get(fleet, h.ns, n)), "N="+n) })
+		framework.Eventually(t, "fleet "+n, func() bool { return equal(kit.AgentEnv(h.get(fleet, h.ns, n)), "N="+n) })
 	}
 	w := h.stable(4 * time.Second)
 	r := d.Reconciles()

@@ -171,22 +171,6 @@ func (h *harness) stable(window time.Duration) int {
 	}
 }
 
-// env returns NAME=VALUE of the object's spec.agentEnvVars, in order
-// (nil when absent).
-func env(u *unstructured.Unstructured) []string {
-	if u == nil {
-		return nil
-	}
-	l, _, _ := unstructured.NestedSlice(u.Object, "spec", "agentEnvVars")
-	var out []string
-	for _, e := range l {
-		m, _ := e.(map[string]interface{})
-		v, _ := m["value"].(string)
-		out = append(out, m["name"].(string)+"="+v)
-	}
-	return out
-}
-
 func envList(kv ...string) []interface{} {
 	var out []interface{}
 	for i := 0; i+1 < len(kv); i += 2 {

@@ -20,7 +20,6 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,6 +43,7 @@ import (
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 var (
@@ -133,33 +133,39 @@ func (e *env) get(t *testing.T) *appsv1.Deployment {
 	return d
 }
 
-// writeCounter counts the requests other than GET a client sends.
-type writeCounter struct {
-	next  http.RoundTripper
-	total atomic.Int64
-}
-
-func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodGet && !strings.HasSuffix(r.URL.Path, "/events") {
-		w.total.Add(1)
-	}
-	return w.next.RoundTrip(r)
-}
-
-// running is a started rancherenv controller.
+// running is a started rancherenv controller and the recorder of its
+// client's writes.
 type running struct {
-	writes *writeCounter
+	*framework.Recorder
 	cancel context.CancelFunc
 }
 
-// start runs the controller as the manager wires it, counting its writes.
-func (e *env) start(t *testing.T) *running {
+// start runs the controller as the manager wires it, recording its
+// client's writes, and fails the test on a write to anything but the
+// Rancher Deployment. hook, when not nil, runs once, synchronously, just
+// before the first write reaches the apiserver, to put another writer
+// between leasetune's read and its write.
+func (e *env) start(t *testing.T, hook func()) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	wc := &writeCounter{}
-	e.register(t, ctx, func(rt http.RoundTripper) http.RoundTripper { wc.next = rt; return wc })
-	return &running{writes: wc, cancel: cancel}
+	var once sync.Once
+	cfg := rest.CopyConfig(cp.Config)
+	rec := framework.Record(cfg, framework.Before(func(q framework.Request) {
+		if hook != nil {
+			once.Do(hook)
+		}
+	}))
+	want := "/apis/apps/v1/namespaces/" + e.ns + "/deployments/rancher"
+	t.Cleanup(func() {
+		for _, q := range rec.Requests() {
+			if q.Method != http.MethodPatch || q.Path != want {
+				t.Errorf("leasetune wrote %s; it may only patch %s", q, want)
+			}
+		}
+	})
+	e.register(t, ctx, cfg)
+	return &running{Recorder: rec, cancel: cancel}
 }
 
 func (e *env) triplesRead() settings.Triples {
@@ -171,12 +177,9 @@ func (e *env) triplesRead() settings.Triples {
 
 // register runs the controller until ctx ends as the manager wires it: a
 // wrangler Deployment informer on the one Deployment by name, in the
-// Rancher namespace; its writes go through a client whose transport wrap
-// returns.
-func (e *env) register(t *testing.T, ctx context.Context, wrap func(http.RoundTripper) http.RoundTripper) {
+// Rancher namespace; its writes go through a client built from cfg.
+func (e *env) register(t *testing.T, ctx context.Context, cfg *rest.Config) {
 	t.Helper()
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.WrapTransport = wrap
 	clients, err := lassoclient.NewSharedClientFactory(cp.Config, &lassoclient.SharedClientFactoryOptions{Scheme: schemes.All})
 	if err != nil {
 		t.Fatal(err)
@@ -203,13 +206,6 @@ func (e *env) register(t *testing.T, ctx context.Context, wrap func(http.RoundTr
 	if err := af.Start(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// quiet waits d and returns the writes counted meanwhile.
-func (r *running) quiet(d time.Duration) int64 {
-	before := r.writes.total.Load()
-	time.Sleep(d)
-	return r.writes.total.Load() - before
 }
 
 // deploymentController is a double of kube-controller-manager's Deployment
@@ -326,31 +322,11 @@ func electionEnv(d *appsv1.Deployment) []string {
 	return out
 }
 
-// others returns d without the rancher container's CATTLE_ELECTION_*
-// entries, leasetune's record and what the apiserver changes on a write, as
-// JSON: everything leasetune must leave exactly as it was.
+// others returns d as kit.Stripped does, without the rancher container's
+// CATTLE_ELECTION_* entries and leasetune's record: everything leasetune
+// must leave exactly as it was.
 func others(t *testing.T, d *appsv1.Deployment) string {
 	t.Helper()
-	d = d.DeepCopy()
-	d.ResourceVersion, d.Generation, d.ManagedFields = "", 0, nil
-	d.Status = appsv1.DeploymentStatus{}
-	delete(d.Annotations, rancherenv.RecordAnnotation)
-	if len(d.Annotations) == 0 {
-		d.Annotations = nil
-	}
-	for i := range d.Spec.Template.Spec.Containers {
-		c := &d.Spec.Template.Spec.Containers[i]
-		var kept []corev1.EnvVar
-		for _, e := range c.Env {
-			if !strings.HasPrefix(e.Name, "CATTLE_ELECTION_") {
-				kept = append(kept, e)
-			}
-		}
-		c.Env = kept
-	}
-	b, err := json.Marshal(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return kit.Stripped(t, d, kit.WithoutAnnotations(rancherenv.RecordAnnotation),
+		kit.WithoutEnv(func(_, name string) bool { return strings.HasPrefix(name, "CATTLE_ELECTION_") }))
 }

@@ -31,9 +31,9 @@ const (
 func TestOptIn(t *testing.T) {
 	e := newEnv(t)
 	installed := e.get(t)
-	r := e.start(t)
-	if n := r.quiet(3 * time.Second); n != 0 {
-		t.Fatalf("%d writes with the settings at Rancher's defaults, want none", n)
+	r := e.start(t, nil)
+	if !r.NoWrites(t, "the settings at Rancher's defaults", framework.ConsistentlyMin, nil) || r.Writes() != 0 {
+		t.Fatalf("%d writes with the settings at Rancher's defaults, want none", r.Writes())
 	}
 	if got := e.deployCtl.count(); got != 0 {
 		t.Fatalf("%d rollouts at install", got)
@@ -51,8 +51,8 @@ func TestOptIn(t *testing.T) {
 	if len(env) != 7 || env[0].Name != "CATTLE_NAMESPACE" || env[4].Name != "CATTLE_ELECTION_LEASE_DURATION" {
 		t.Errorf("env order: %v", env)
 	}
-	r.quiet(3 * time.Second)
-	if n := r.writes.total.Load(); n != 1 {
+	r.NoWrites(t, "after the change's write", framework.ConsistentlyMin, nil)
+	if n := r.Writes(); n != 1 {
 		t.Errorf("%d writes for one change, want 1", n)
 	}
 	framework.Eventually(t, "one rollout", func() bool { return e.deployCtl.count() == 1 })
@@ -62,9 +62,9 @@ func TestOptIn(t *testing.T) {
 
 	// A restart writes nothing.
 	r.cancel()
-	r = e.start(t)
-	if n := r.quiet(3 * time.Second); n != 0 {
-		t.Errorf("%d writes after a restart, want none", n)
+	r = e.start(t, nil)
+	if !r.NoWrites(t, "a restart", framework.ConsistentlyMin, nil) || r.Writes() != 0 {
+		t.Errorf("%d writes after a restart, want none", r.Writes())
 	}
 
 	// Back to the defaults: leasetune's entries and record go.
@@ -77,23 +77,21 @@ func TestOptIn(t *testing.T) {
 		t.Error("the record annotation stayed")
 	}
 	framework.Eventually(t, "two rollouts in all", func() bool { return e.deployCtl.count() == 2 })
-	if n := r.quiet(2 * time.Second); n != 0 {
-		t.Errorf("%d writes at rest", n)
-	}
+	r.NoWrites(t, "at rest", framework.ConsistentlyMin, nil)
 }
 
 // TestOldRancherReadsNoEnv: Rancher 2.8.0-2.8.2 (wrangler v1) reads no
 // CATTLE_ELECTION_*: nothing is written, and the Event says why.
 func TestOldRancherReadsNoEnv(t *testing.T) {
 	e := newEnv(t, "--set", "rancherImageTag=v2.8.2")
-	r := e.start(t)
+	r := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "left-alone Event", func() bool {
 		msgs := cp.Events(t, e.ns, "rancher", rancherenv.ReasonLeftAlone)
 		return len(msgs) == 1 && strings.Contains(msgs[0], "Rancher v2.8.2 builds with wrangler v1")
 	})
-	if n := r.quiet(2 * time.Second); n != 0 || len(electionEnv(e.get(t))) != 0 {
-		t.Errorf("%d writes, entries %v: want none", n, electionEnv(e.get(t)))
+	if !r.NoWrites(t, "Rancher v2.8.2", framework.ConsistentlyMin, nil) || r.Writes() != 0 || len(electionEnv(e.get(t))) != 0 {
+		t.Errorf("%d writes, entries %v: want none", r.Writes(), electionEnv(e.get(t)))
 	}
 }
 
@@ -102,14 +100,14 @@ func TestOldRancherReadsNoEnv(t *testing.T) {
 func TestHelmSetsNames(t *testing.T) {
 	e := newEnv(t, "--set-json", `extraEnv=[{"name":"CATTLE_ELECTION_RETRY_PERIOD","value":"4s"}]`)
 	installed := e.get(t)
-	r := e.start(t)
+	r := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "left-alone Event", func() bool {
 		msgs := cp.Events(t, e.ns, "rancher", rancherenv.ReasonLeftAlone)
 		return len(msgs) == 1 && strings.Contains(msgs[0], "CATTLE_ELECTION_RETRY_PERIOD=4s, set by field manager helm")
 	})
-	if n := r.quiet(2 * time.Second); n != 0 {
-		t.Errorf("%d writes, want none", n)
+	if !r.NoWrites(t, "names Helm sets", framework.ConsistentlyMin, nil) || r.Writes() != 0 {
+		t.Errorf("%d writes, want none", r.Writes())
 	}
 	if got := e.get(t); others(t, got) != others(t, installed) || !reflect.DeepEqual(electionEnv(got), []string{"CATTLE_ELECTION_RETRY_PERIOD=4s"}) {
 		t.Errorf("the Deployment changed: %v", electionEnv(got))
@@ -122,18 +120,19 @@ func TestMidRollout(t *testing.T) {
 	e := newEnv(t)
 	e.deployCtl.hold(true)
 	framework.Eventually(t, "mid-rollout status", func() bool { ok, _ := rancherenv.Settled(e.get(t)); return !ok })
-	r := e.start(t)
+	r := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "deferred Event", func() bool {
 		return len(cp.Events(t, e.ns, "rancher", rancherenv.ReasonDeferred)) == 1
 	})
-	if n := r.quiet(2 * time.Second); n != 0 || len(electionEnv(e.get(t))) != 0 {
-		t.Fatalf("%d writes while mid-rollout, want none", n)
+	if !r.NoWrites(t, "mid-rollout", framework.ConsistentlyMin, nil) || r.Writes() != 0 || len(electionEnv(e.get(t))) != 0 {
+		t.Fatalf("%d writes while mid-rollout, want none", r.Writes())
 	}
 	e.deployCtl.hold(false)
 	framework.Eventually(t, "written after the rollout", func() bool { return len(electionEnv(e.get(t))) == 3 })
 	framework.Eventually(t, "one rollout", func() bool { return e.deployCtl.count() == 1 })
-	if n := r.writes.total.Load(); n != 1 {
+	r.NoWrites(t, "after the rollout's write", framework.ConsistentlyMin, nil)
+	if n := r.Writes(); n != 1 {
 		t.Errorf("%d writes, want 1", n)
 	}
 }
@@ -146,19 +145,17 @@ func TestMidRollout(t *testing.T) {
 // leasetune then leaves the Deployment alone and says so.
 func TestHelmUpgrade(t *testing.T) {
 	e := newEnv(t)
-	r := e.start(t)
+	r := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "the three entries", func() bool { return len(electionEnv(e.get(t))) == 3 })
-	r.quiet(time.Second)
+	r.Settle(t, nil)
 
 	helm(t, e.kc, e.ns, "upgrade", "rancher", chartDir(t), "--set", "replicas=3")
 	want := []string{"CATTLE_ELECTION_LEASE_DURATION=45s", "CATTLE_ELECTION_RENEW_DEADLINE=30s", "CATTLE_ELECTION_RETRY_PERIOD=5s"}
 	if got := electionEnv(e.get(t)); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after a plain helm upgrade: %v, want %v", got, want)
 	}
-	if n := r.quiet(2 * time.Second); n != 0 {
-		t.Errorf("%d writes after a plain helm upgrade, want none", n)
-	}
+	r.NoWrites(t, "a plain helm upgrade", framework.ConsistentlyMin, nil)
 
 	helm(t, e.kc, e.ns, "upgrade", "rancher", chartDir(t), "--set-json", `extraEnv=[{"name":"CATTLE_ELECTION_RETRY_PERIOD","value":"7s"}]`)
 	got := electionEnv(e.get(t))
@@ -173,9 +170,7 @@ func TestHelmUpgrade(t *testing.T) {
 		}
 		return false
 	})
-	if n := r.quiet(2 * time.Second); n != 0 {
-		t.Errorf("%d writes after helm took a name, want none", n)
-	}
+	r.NoWrites(t, "helm took a name", framework.ConsistentlyMin, nil)
 }
 
 // TestPlan: `plan` lists the Rancher Deployment's writes with the rollout
@@ -247,13 +242,14 @@ func TestWaitsForTheProvidersFirstSync(t *testing.T) {
 	})
 	g := &gated{Provider: e.provider}
 	e.triples = g
-	r := e.start(t)
-	if n := r.quiet(3 * time.Second); n != 0 || len(electionEnv(e.get(t))) != 0 {
-		t.Fatalf("%d writes before the provider's first sync, want none", n)
+	r := e.start(t, nil)
+	if !r.NoWrites(t, "before the provider's first sync", framework.ConsistentlyMin, nil) || r.Writes() != 0 || len(electionEnv(e.get(t))) != 0 {
+		t.Fatalf("%d writes before the provider's first sync, want none", r.Writes())
 	}
 	g.synced.Store(true)
 	framework.Eventually(t, "written once the provider has synced", func() bool { return len(electionEnv(e.get(t))) == 3 })
-	if n := r.writes.total.Load(); n != 1 {
+	r.NoWrites(t, "after the write", framework.ConsistentlyMin, nil)
+	if n := r.Writes(); n != 1 {
 		t.Errorf("%d writes, want 1", n)
 	}
 }

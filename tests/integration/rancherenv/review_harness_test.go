@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os/exec"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,61 +63,6 @@ func newEnvWith(t *testing.T, o envOptions, values ...string) *env {
 		t.Fatal(err)
 	}
 	return e
-}
-
-// watched is a started controller whose client records every write: it
-// counts the Deployment patches that succeeded and failed, fails the test
-// on a write to anything but the named Deployment, and runs hook (once,
-// synchronously) just before its first patch reaches the apiserver, to
-// put another writer between leasetune's read and its write.
-type watched struct {
-	cancel context.CancelFunc
-	ok     atomic.Int64
-	failed atomic.Int64
-	mu     sync.Mutex
-	hook   func()
-}
-
-type watchedTransport struct {
-	t    *testing.T
-	ns   string
-	w    *watched
-	next http.RoundTripper
-}
-
-func (h *watchedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodGet || strings.HasSuffix(r.URL.Path, "/events") || strings.Contains(r.URL.Path, "/events/") {
-		return h.next.RoundTrip(r)
-	}
-	if want := "/apis/apps/v1/namespaces/" + h.ns + "/deployments/rancher"; r.Method != http.MethodPatch || r.URL.Path != want {
-		h.t.Errorf("leasetune wrote %s %s; it may only patch %s", r.Method, r.URL.Path, want)
-	}
-	h.w.mu.Lock()
-	f := h.w.hook
-	h.w.hook = nil
-	h.w.mu.Unlock()
-	if f != nil {
-		f()
-	}
-	resp, err := h.next.RoundTrip(r)
-	if err == nil && resp.StatusCode < 300 {
-		h.w.ok.Add(1)
-	} else {
-		h.w.failed.Add(1)
-	}
-	return resp, err
-}
-
-// startWatched runs the controller as start does, with a watched client.
-func (e *env) startWatched(t *testing.T, hook func()) *watched {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	w := &watched{cancel: cancel, hook: hook}
-	e.register(t, ctx, func(rt http.RoundTripper) http.RoundTripper {
-		return &watchedTransport{t: t, ns: e.ns, w: w, next: rt}
-	})
-	return w
 }
 
 // patchAs patches the Rancher Deployment as another field manager would.

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -17,6 +15,7 @@ import (
 	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 var (
@@ -53,7 +52,7 @@ func TestSettlePendingWritesNothing(t *testing.T) {
 	e := newEnvWith(t, envOptions{settle: 4 * time.Second})
 	e.deployCtl.hold(true)
 	framework.Eventually(t, "mid-rollout", func() bool { return !e.settled(t) })
-	w := e.startWatched(t, nil)
+	w := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	e.effective(t, five)
 	framework.Eventually(t, "deferred Event", func() bool { return len(cp.Events(t, e.ns, "rancher", rancherenv.ReasonDeferred)) > 0 })
@@ -68,8 +67,8 @@ func TestSettlePendingWritesNothing(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	framework.Eventually(t, "7s written after the settle time", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want7) })
-	time.Sleep(2 * time.Second)
-	if n, r := w.ok.Load(), e.deployCtl.count(); n != 1 || r != 1 {
+	w.NoWrites(t, "after 7s", framework.ConsistentlyMin, nil)
+	if n, r := w.Accepted(), e.deployCtl.count(); n != 1 || r != 1 {
 		t.Errorf("%d writes, %d rollouts; want 1 and 1", n, r)
 	}
 }
@@ -82,7 +81,7 @@ func TestSettleRevertedWritesEffective(t *testing.T) {
 	e := newEnvWith(t, envOptions{settle: 3 * time.Second})
 	e.deployCtl.hold(true)
 	framework.Eventually(t, "mid-rollout", func() bool { return !e.settled(t) })
-	w := e.startWatched(t, nil)
+	w := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	e.effective(t, five)
 	e.set(t, retryName, "7s")
@@ -93,8 +92,8 @@ func TestSettleRevertedWritesEffective(t *testing.T) {
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "nothing pending", func() bool { return e.provider.Status(settings.Rancher).Pending == nil })
 	framework.Eventually(t, "5s written", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
-	time.Sleep(2 * time.Second)
-	if n, r := w.ok.Load(), e.deployCtl.count(); n != 1 || r != 1 {
+	w.NoWrites(t, "after 5s", framework.ConsistentlyMin, nil)
+	if n, r := w.Accepted(), e.deployCtl.count(); n != 1 || r != 1 {
 		t.Errorf("%d writes, %d rollouts; want 1 and 1", n, r)
 	}
 }
@@ -104,7 +103,7 @@ func TestSettleRevertedWritesEffective(t *testing.T) {
 // computes it again from the fresh copy, and the other entry stays.
 func TestConcurrentEnvEdit(t *testing.T) {
 	e := newEnv(t)
-	w := e.startWatched(t, func() {
+	w := e.start(t, func() {
 		if err := e.patchErr("kubectl-edit", types.StrategicMergePatchType,
 			`{"spec":{"template":{"spec":{"containers":[{"name":"rancher","env":[{"name":"AUDIT_LEVEL","value":"1"}]}]}}}}`); err != nil {
 			t.Error(err)
@@ -118,9 +117,9 @@ func TestConcurrentEnvEdit(t *testing.T) {
 	if len(env) != 8 || env[0].Name != "AUDIT_LEVEL" || env[5].Name != "CATTLE_ELECTION_LEASE_DURATION" || len(duplicates(d)) != 0 {
 		t.Errorf("env %v", env)
 	}
-	time.Sleep(2 * time.Second)
-	if w.ok.Load() != 1 || w.failed.Load() < 1 {
-		t.Errorf("%d writes made, %d failed: want 1 made after at least 1 refused", w.ok.Load(), w.failed.Load())
+	w.NoWrites(t, "after the retry", framework.ConsistentlyMin, nil)
+	if w.Accepted() != 1 || len(w.Refused()) < 1 {
+		t.Errorf("%d writes made, %d failed: want 1 made after at least 1 refused", w.Accepted(), len(w.Refused()))
 	}
 }
 
@@ -130,7 +129,7 @@ func TestConcurrentEnvEdit(t *testing.T) {
 // Helm's: no write, no duplicate, reported.
 func TestHelmUpgradeRacesWrite(t *testing.T) {
 	e := newEnv(t)
-	w := e.startWatched(t, func() {
+	w := e.start(t, func() {
 		if err := helmErr(e.kc, e.ns, "upgrade", "rancher", chartDir(t), "--set-json", `extraEnv=[{"name":"CATTLE_ELECTION_RETRY_PERIOD","value":"4s"}]`); err != nil {
 			t.Error(err)
 		}
@@ -144,10 +143,10 @@ func TestHelmUpgradeRacesWrite(t *testing.T) {
 		}
 		return false
 	})
-	time.Sleep(2 * time.Second)
+	w.NoWrites(t, "Helm took the name", framework.ConsistentlyMin, nil)
 	d := e.get(t)
-	if got := electionEnv(d); !reflect.DeepEqual(got, []string{"CATTLE_ELECTION_RETRY_PERIOD=4s"}) || len(duplicates(d)) != 0 || w.ok.Load() != 0 {
-		t.Errorf("env %v, duplicates %v, %d writes: want Helm's entry alone and no write", got, duplicates(d), w.ok.Load())
+	if got := electionEnv(d); !reflect.DeepEqual(got, []string{"CATTLE_ELECTION_RETRY_PERIOD=4s"}) || len(duplicates(d)) != 0 || w.Accepted() != 0 {
+		t.Errorf("env %v, duplicates %v, %d writes: want Helm's entry alone and no write", got, duplicates(d), w.Accepted())
 	}
 	if r := e.plan(t); len(r.Changes) != 0 || len(r.LeftAlone) != 1 || !strings.Contains(r.LeftAlone[0], "set by field manager helm") {
 		t.Errorf("plan: changes %v, left alone %v", r.Changes, r.LeftAlone)
@@ -160,7 +159,7 @@ func TestHelmUpgradeRacesWrite(t *testing.T) {
 // that rollout: its write waits until the rollout is done.
 func TestSpecChangeRacesWrite(t *testing.T) {
 	e := newEnv(t)
-	w := e.startWatched(t, func() {
+	w := e.start(t, func() {
 		e.deployCtl.hold(true)
 		if err := helmErr(e.kc, e.ns, "upgrade", "rancher", chartDir(t), "--set", "rancherImageTag=v2.11.4"); err != nil {
 			t.Error(err)
@@ -170,15 +169,14 @@ func TestSpecChangeRacesWrite(t *testing.T) {
 	framework.Eventually(t, "the upgrade", func() bool {
 		return e.get(t).Spec.Template.Spec.Containers[0].Image == "rancher/rancher:v2.11.4"
 	})
-	time.Sleep(2 * time.Second)
-	if got := electionEnv(e.get(t)); len(got) != 0 {
-		t.Fatalf("written on top of the rollout helm started: %v", got)
+	if !framework.Consistently(t, "not written on top of the rollout helm started", framework.ConsistentlyMin, func() bool { return len(electionEnv(e.get(t))) == 0 }) {
+		t.Fatalf("written on top of the rollout helm started: %v", electionEnv(e.get(t)))
 	}
 	e.deployCtl.hold(false)
 	framework.Eventually(t, "written after the rollout", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
-	time.Sleep(time.Second)
-	if w.ok.Load() != 1 {
-		t.Errorf("%d writes, want 1", w.ok.Load())
+	w.NoWrites(t, "after the write", framework.ConsistentlyMin, nil)
+	if w.Accepted() != 1 {
+		t.Errorf("%d writes, want 1", w.Accepted())
 	}
 }
 
@@ -189,7 +187,7 @@ func TestSpecChangeRacesWrite(t *testing.T) {
 func TestRecreatedRacesWrite(t *testing.T) {
 	e := newEnv(t)
 	old := e.get(t).UID
-	w := e.startWatched(t, func() {
+	w := e.start(t, func() {
 		e.deployCtl.hold(true)
 		for _, args := range [][]string{{"uninstall", "rancher", "--wait"}, {"install", "rancher", chartDir(t)}} {
 			if err := helmErr(e.kc, e.ns, args...); err != nil {
@@ -202,15 +200,14 @@ func TestRecreatedRacesWrite(t *testing.T) {
 		d, err := cp.Client.AppsV1().Deployments(e.ns).Get(context.Background(), "rancher", metav1.GetOptions{})
 		return err == nil && d.UID != old
 	})
-	time.Sleep(2 * time.Second)
-	if got := electionEnv(e.get(t)); len(got) != 0 {
-		t.Fatalf("written on a Deployment created since the read, before it rolled out: %v", got)
+	if !framework.Consistently(t, "not written before the new Deployment rolled out", framework.ConsistentlyMin, func() bool { return len(electionEnv(e.get(t))) == 0 }) {
+		t.Fatalf("written on a Deployment created since the read, before it rolled out: %v", electionEnv(e.get(t)))
 	}
 	e.deployCtl.hold(false)
 	framework.Eventually(t, "written once settled", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
-	time.Sleep(time.Second)
-	if w.ok.Load() != 1 {
-		t.Errorf("%d writes, want 1", w.ok.Load())
+	w.NoWrites(t, "after the write", framework.ConsistentlyMin, nil)
+	if w.Accepted() != 1 {
+		t.Errorf("%d writes, want 1", w.Accepted())
 	}
 }
 
@@ -218,15 +215,15 @@ func TestRecreatedRacesWrite(t *testing.T) {
 // racing a write) is converged once it has rolled out, with one write.
 func TestDeleteAndRecreate(t *testing.T) {
 	e := newEnv(t)
-	w := e.startWatched(t, nil)
+	w := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "the three entries", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
 	helm(t, e.kc, e.ns, "uninstall", "rancher", "--wait")
 	helm(t, e.kc, e.ns, "install", "rancher", chartDir(t))
 	framework.Eventually(t, "written again", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
-	time.Sleep(2 * time.Second)
-	if w.ok.Load() != 2 || len(duplicates(e.get(t))) != 0 {
-		t.Errorf("%d writes (want 2: one per Deployment), duplicates %v", w.ok.Load(), duplicates(e.get(t)))
+	w.NoWrites(t, "after the second write", framework.ConsistentlyMin, nil)
+	if w.Accepted() != 2 || len(duplicates(e.get(t))) != 0 {
+		t.Errorf("%d writes (want 2: one per Deployment), duplicates %v", w.Accepted(), duplicates(e.get(t)))
 	}
 }
 
@@ -237,24 +234,17 @@ func TestDeleteAndRecreate(t *testing.T) {
 func TestSecondReplica(t *testing.T) {
 	e := newEnv(t)
 	other := newEnv(t)
-	sidecar := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "rancher-webhook", Namespace: e.ns},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rancher-webhook"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rancher-webhook"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "rancher", Image: "rancher/rancher:v2.11.3"}}},
-			},
-		},
-	}
+	sidecar := kit.Deployment(e.ns, "rancher-webhook", kit.WithSelector(map[string]string{"app": "rancher-webhook"}),
+		kit.WithContainer("rancher"), kit.WithImage("rancher", "rancher/rancher:v2.11.3"))
 	if _, err := cp.Client.AppsV1().Deployments(e.ns).Create(context.Background(), sidecar, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	w1, w2 := e.startWatched(t, nil), e.startWatched(t, nil)
+	w1, w2 := e.start(t, nil), e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "the three entries", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
-	time.Sleep(3 * time.Second)
-	if n, r := w1.ok.Load()+w2.ok.Load(), e.deployCtl.count(); n != 1 || r != 1 || len(duplicates(e.get(t))) != 0 {
+	n0 := w1.Writes() + w2.Writes()
+	framework.Consistently(t, "no more writes by either replica", framework.ConsistentlyMin, func() bool { return w1.Writes()+w2.Writes() == n0 })
+	if n, r := w1.Accepted()+w2.Accepted(), e.deployCtl.count(); n != 1 || r != 1 || len(duplicates(e.get(t))) != 0 {
 		t.Errorf("%d writes, %d rollouts, duplicates %v: want 1, 1, none", n, r, duplicates(e.get(t)))
 	}
 	if got := electionEnv(other.get(t)); len(got) != 0 {
@@ -274,10 +264,10 @@ func TestSecondReplica(t *testing.T) {
 // write before it is made.
 func TestHandRemovedEntry(t *testing.T) {
 	e := newEnv(t)
-	w := e.startWatched(t, nil)
+	w := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "the three entries", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
-	time.Sleep(time.Second)
+	w.Settle(t, nil)
 	w.cancel()
 	e.patchAs(t, "kubectl-edit", types.JSONPatchType,
 		`[{"op":"test","path":"/spec/template/spec/containers/0/env/6/name","value":"CATTLE_ELECTION_RETRY_PERIOD"},{"op":"remove","path":"/spec/template/spec/containers/0/env/6"}]`)
@@ -294,10 +284,10 @@ func TestHandRemovedEntry(t *testing.T) {
 	if r := e.plan(t, plan.Assignment{Name: retryName, Value: ""}); len(r.Changes) != 2 || r.Changes[1].Field != "container rancher env CATTLE_ELECTION_RENEW_DEADLINE" {
 		t.Errorf("plan back to the defaults: changes %+v, left alone %v", r.Changes, r.LeftAlone)
 	}
-	w = e.startWatched(t, nil)
+	w = e.start(t, nil)
 	framework.Eventually(t, "the triple completed", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
-	time.Sleep(2 * time.Second)
-	if n, r := w.ok.Load(), e.deployCtl.count(); n != 1 || r != 3 || len(duplicates(e.get(t))) != 0 {
+	w.NoWrites(t, "after the repair", framework.ConsistentlyMin, nil)
+	if n, r := w.Accepted(), e.deployCtl.count(); n != 1 || r != 3 || len(duplicates(e.get(t))) != 0 {
 		t.Errorf("%d writes after the removal, %d rollouts in all, duplicates %v: want 1, 3 (opt-in, the edit, the repair), none", n, r, duplicates(e.get(t)))
 	}
 }
@@ -308,7 +298,7 @@ func TestHandRemovedEntry(t *testing.T) {
 // writer.
 func TestRecordRemoved(t *testing.T) {
 	e := newEnv(t)
-	w := e.startWatched(t, nil)
+	w := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "the three entries", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
 	e.patchAs(t, "kubectl-annotate", types.JSONPatchType, `[{"op":"remove","path":"/metadata/annotations/leasetune.io~1rancher-election-env"}]`)
@@ -321,9 +311,9 @@ func TestRecordRemoved(t *testing.T) {
 		}
 		return false
 	})
-	time.Sleep(time.Second)
-	if w.ok.Load() != 1 || !reflect.DeepEqual(electionEnv(e.get(t)), want5) {
-		t.Errorf("%d writes, env %v", w.ok.Load(), electionEnv(e.get(t)))
+	w.NoWrites(t, "the record removed", framework.ConsistentlyMin, nil)
+	if w.Accepted() != 1 || !reflect.DeepEqual(electionEnv(e.get(t)), want5) {
+		t.Errorf("%d writes, env %v", w.Accepted(), electionEnv(e.get(t)))
 	}
 	if r := e.plan(t); len(r.Changes) != 0 || len(r.LeftAlone) != 1 || !strings.Contains(r.LeftAlone[0], rancherenv.RecordAnnotation) {
 		t.Errorf("plan: changes %v, left alone %v", r.Changes, r.LeftAlone)
@@ -339,12 +329,12 @@ func TestScaledToZero(t *testing.T) {
 	if tot := r.Totals(); len(r.Changes) != 3 || tot.RancherLockBefore != 0 || tot.RancherLockAfter != 0 {
 		t.Errorf("plan with 0 replicas: changes %v, lock %v → %v requests/h, want 0 → 0", r.Changes, tot.RancherLockBefore, tot.RancherLockAfter)
 	}
-	w := e.startWatched(t, nil)
+	w := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "the three entries", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
-	time.Sleep(time.Second)
-	if w.ok.Load() != 1 {
-		t.Errorf("%d writes", w.ok.Load())
+	w.NoWrites(t, "after the write", framework.ConsistentlyMin, nil)
+	if w.Accepted() != 1 {
+		t.Errorf("%d writes", w.Accepted())
 	}
 }
 
@@ -355,7 +345,7 @@ func TestPaused(t *testing.T) {
 	e := newEnv(t)
 	e.patchAs(t, "kubectl-rollout", types.MergePatchType, `{"spec":{"paused":true}}`)
 	framework.Eventually(t, "observed", func() bool { d := e.get(t); return d.Status.ObservedGeneration == d.Generation })
-	w := e.startWatched(t, nil)
+	w := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "deferred Event", func() bool {
 		m := cp.Events(t, e.ns, "rancher", rancherenv.ReasonDeferred)
@@ -364,15 +354,14 @@ func TestPaused(t *testing.T) {
 	if r := e.plan(t); len(r.Changes) != 0 || len(r.LeftAlone) != 1 || !strings.Contains(r.LeftAlone[0], "paused") {
 		t.Errorf("plan: changes %v, left alone %v", r.Changes, r.LeftAlone)
 	}
-	time.Sleep(time.Second)
-	if w.ok.Load() != 0 {
-		t.Fatalf("%d writes while paused", w.ok.Load())
+	if !w.NoWrites(t, "paused", framework.ConsistentlyMin, nil) || w.Writes() != 0 {
+		t.Fatalf("%d writes while paused", w.Writes())
 	}
 	e.patchAs(t, "kubectl-rollout", types.MergePatchType, `{"spec":{"paused":false}}`)
 	framework.Eventually(t, "written on resume", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
-	time.Sleep(time.Second)
-	if w.ok.Load() != 1 {
-		t.Errorf("%d writes", w.ok.Load())
+	w.NoWrites(t, "after the write", framework.ConsistentlyMin, nil)
+	if w.Accepted() != 1 {
+		t.Errorf("%d writes", w.Accepted())
 	}
 }
 
@@ -380,20 +369,20 @@ func TestPaused(t *testing.T) {
 // restarts before it ends: nothing more is written, during or after it.
 func TestRestartMidRollout(t *testing.T) {
 	e := newEnv(t)
-	w := e.startWatched(t, func() { e.deployCtl.hold(true) })
+	w := e.start(t, func() { e.deployCtl.hold(true) })
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "the three entries", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
 	framework.Eventually(t, "mid-rollout", func() bool { return !e.settled(t) })
 	w.cancel()
-	w2 := e.startWatched(t, nil)
-	time.Sleep(2 * time.Second)
+	w2 := e.start(t, nil)
+	w2.NoWrites(t, "restarted mid-rollout", framework.ConsistentlyMin, nil)
 	if r := e.plan(t); len(r.Changes) != 0 || len(r.LeftAlone) != 0 {
 		t.Errorf("plan mid-rollout at rest: changes %v, left alone %v", r.Changes, r.LeftAlone)
 	}
 	e.deployCtl.hold(false)
 	framework.Eventually(t, "rolled out", func() bool { return e.settled(t) })
-	time.Sleep(2 * time.Second)
-	if n, r := w.ok.Load()+w2.ok.Load(), e.deployCtl.count(); n != 1 || r != 1 {
+	w2.NoWrites(t, "after the rollout", framework.ConsistentlyMin, nil)
+	if n, r := w.Accepted()+w2.Accepted(), e.deployCtl.count(); n != 1 || r != 1 {
 		t.Errorf("%d writes, %d rollouts: want 1 and 1", n, r)
 	}
 }
@@ -408,7 +397,7 @@ func TestBadValues(t *testing.T) {
 	// there), which one leasetune never does.
 	t.Run("refused values", func(t *testing.T) {
 		e := newEnv(t)
-		w := e.startWatched(t, nil)
+		w := e.start(t, nil)
 		for _, v := range []struct{ name, value string }{
 			{retryName, "5"}, {retryName, "abc"}, {retryName, "0s"}, {retryName, "-5s"}, {retryName, "500ms"},
 			{retryName, " 5s"}, {retryName, "5s\u200b"}, {retryName, "20s"}, {leaseName, "30s"}, {leaseName, "1h1s"}, {renewName, "45s"},
@@ -418,27 +407,27 @@ func TestBadValues(t *testing.T) {
 			e.set(t, v.name, "")
 			framework.Eventually(t, "back to the defaults", func() bool { return e.provider.Status(settings.Rancher).Refused == nil })
 		}
-		time.Sleep(time.Second)
-		if n := w.ok.Load() + w.failed.Load(); n != 0 || len(electionEnv(e.get(t))) != 0 {
+		w.NoWrites(t, "refused values", framework.ConsistentlyMin, nil)
+		if n := w.Writes(); n != 0 || len(electionEnv(e.get(t))) != 0 {
 			t.Errorf("%d writes for refused values, env %v", n, electionEnv(e.get(t)))
 		}
 	})
 	t.Run("invalid env override", func(t *testing.T) {
 		bad := newEnvWith(t, envOptions{env: map[string]string{"CATTLE_RANCHER_LEADER_ELECTION_RETRY_PERIOD": "20s"}})
-		wb := bad.startWatched(t, nil)
+		wb := bad.start(t, nil)
 		bad.set(t, retryName, "5s") // the env wins over the object
-		time.Sleep(2 * time.Second)
-		if wb.ok.Load() != 0 || len(electionEnv(bad.get(t))) != 0 {
+		wb.NoWrites(t, "an invalid env override", framework.ConsistentlyMin, nil)
+		if wb.Writes() != 0 || len(electionEnv(bad.get(t))) != 0 {
 			t.Errorf("an invalid env override was written: %v", electionEnv(bad.get(t)))
 		}
 	})
 	t.Run("valid env override", func(t *testing.T) {
 		good := newEnvWith(t, envOptions{env: map[string]string{"CATTLE_RANCHER_LEADER_ELECTION_RETRY_PERIOD": "5s"}})
-		wg := good.startWatched(t, nil)
+		wg := good.start(t, nil)
 		framework.Eventually(t, "env override written", func() bool { return reflect.DeepEqual(electionEnv(good.get(t)), want5) })
-		time.Sleep(time.Second)
-		if wg.ok.Load() != 1 {
-			t.Errorf("%d writes for an env override", wg.ok.Load())
+		wg.NoWrites(t, "after the write", framework.ConsistentlyMin, nil)
+		if wg.Accepted() != 1 {
+			t.Errorf("%d writes for an env override", wg.Accepted())
 		}
 	})
 }
@@ -456,7 +445,7 @@ func TestNoAnnotationsYet(t *testing.T) {
 	if a := e.get(t).Annotations; a != nil {
 		t.Fatalf("annotations %v", a)
 	}
-	w := e.startWatched(t, func() {
+	w := e.start(t, func() {
 		if err := e.patchErr("kubectl-annotate", types.MergePatchType, `{"metadata":{"annotations":{"example.com/owner":"team-a"}}}`); err != nil {
 			t.Error(err)
 		}
@@ -467,8 +456,8 @@ func TestNoAnnotationsYet(t *testing.T) {
 	if d.Annotations["example.com/owner"] != "team-a" || len(rancherenv.Record(d)) != 3 {
 		t.Errorf("annotations %v: want the other writer's and leasetune's record", d.Annotations)
 	}
-	time.Sleep(time.Second)
-	if w.ok.Load() != 1 || w.failed.Load() < 1 {
-		t.Errorf("%d writes made, %d failed: want 1 made after at least 1 refused", w.ok.Load(), w.failed.Load())
+	w.NoWrites(t, "after the retry", framework.ConsistentlyMin, nil)
+	if w.Accepted() != 1 || len(w.Refused()) < 1 {
+		t.Errorf("%d writes made, %d failed: want 1 made after at least 1 refused", w.Accepted(), len(w.Refused()))
 	}
 }

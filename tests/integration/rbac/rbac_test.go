@@ -136,11 +136,6 @@ func mustDecode(t *testing.T, b []byte, into interface{}) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	framework.Eventually(t, what, cond)
-}
-
 // TestControllerWorksWithTheChartsRBAC is the whole job, impersonating
 // system:serviceaccount:<ns>:leasetune with nothing but the chart's rules,
 // on Fleet v0.14 (the global agent triple goes to fleet-agentmanagement; no
@@ -165,7 +160,7 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 	for _, d := range settings.Registry {
 		_ = dyn.Resource(settingsGVR).Delete(ctx, d.Name, metav1.DeleteOptions{})
 	}
-	eventually(t, "settings gone", func() bool {
+	framework.Eventually(t, "settings gone", func() bool {
 		l, err := dyn.Resource(settingsGVR).List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
@@ -292,7 +287,7 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 	}()
 
 	// Settings created, a change reaches Deployments, rancher-config and the clusters.
-	eventually(t, "settings created", func() bool {
+	framework.Eventually(t, "settings created", func() bool {
 		l, err := dyn.Resource(settingsGVR).List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == len(settings.Registry)
 	})
@@ -306,7 +301,7 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 	want := election.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 25 * time.Second, RetryPeriod: 4 * time.Second}
 	deployments := map[string][]string{"v0.14.10": {"fleet-controller", "gitjob", "helmops"}, "v0.9.9": {"fleet-controller", "gitjob"}}[fleetVersion]
 	for _, name := range deployments {
-		eventually(t, name, func() bool {
+		framework.Eventually(t, name, func() bool {
 			d, err := cp.Client.AppsV1().Deployments(fleetNS).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false
@@ -315,7 +310,7 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 			return got == want
 		})
 	}
-	eventually(t, "the Rancher Deployment's CATTLE_ELECTION_*", func() bool {
+	framework.Eventually(t, "the Rancher Deployment's CATTLE_ELECTION_*", func() bool {
 		d, err := cp.Client.AppsV1().Deployments(rancherNS).Get(ctx, "rancher", metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -323,13 +318,13 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 		got, found, err := election.CattlePrefix.FromEnv(d.Spec.Template.Spec.Containers[0].Env)
 		return found && err == nil && got == election.Timings{LeaseDuration: 45 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 5 * time.Second}
 	})
-	eventually(t, "rancher-config", func() bool {
+	framework.Eventually(t, "rancher-config", func() bool {
 		c, err := cp.Client.CoreV1().ConfigMaps(rancherNS).Get(ctx, "rancher-config", metav1.GetOptions{})
 		return err == nil && strings.Contains(c.Data["fleet"], "retryPeriod: 4s") && strings.Contains(c.Data["fleet"], "leaseDuration: 40s")
 	})
 	switch fleetVersion {
 	case "v0.14.10":
-		eventually(t, "fleet-agentmanagement", func() bool {
+		framework.Eventually(t, "fleet-agentmanagement", func() bool {
 			d, err := cp.Client.AppsV1().Deployments(fleetNS).Get(ctx, "fleet-controller", metav1.GetOptions{})
 			if err != nil {
 				return false
@@ -344,12 +339,12 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 		})
 		// The override is reported (status annotation, Warning Event); its
 		// cluster's env is not written; the earlier entries are removed.
-		eventually(t, "override reported", func() bool {
+		framework.Eventually(t, "override reported", func() bool {
 			u := get(agentenv.FleetClusterGVR, clusterNS, "edge-1")
 			return u != nil && strings.Contains(u.GetAnnotations()[agentenv.StatusAnnotation], "cannot be applied") &&
 				len(cp.Events(t, clusterNS, "edge-1", "ElectionOverrideUnsupported")) > 0
 		})
-		eventually(t, "earlier entries removed", func() bool {
+		framework.Eventually(t, "earlier entries removed", func() bool {
 			u := get(agentenv.FleetClusterGVR, clusterNS, "edge-0")
 			if u == nil {
 				return false
@@ -362,7 +357,7 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 		}
 	case "v0.9.9":
 		for _, o := range sources {
-			eventually(t, "cluster agent env on "+o.gvr.Resource+"."+o.gvr.Group+" "+o.name, func() bool {
+			framework.Eventually(t, "cluster agent env on "+o.gvr.Resource+"."+o.gvr.Group+" "+o.name, func() bool {
 				u := get(o.gvr, o.ns, o.name)
 				if u == nil {
 					return false
@@ -378,7 +373,7 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 		}
 		// The writes are summed up in an Event on the fleet-agent Settings
 		// (the chart's RBAC lets it create Events).
-		eventually(t, "AgentTimingsPropagated Event", func() bool {
+		framework.Eventually(t, "AgentTimingsPropagated Event", func() bool {
 			return len(cp.Events(t, "", "fleet-agent-leader-election-retry-period", agentenv.ReasonPropagated)) > 0
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 // TestThreeEditsInARowTakeEffectOnce: the three agent settings edited one
@@ -19,7 +20,7 @@ func TestThreeEditsInARowTakeEffectOnce(t *testing.T) {
 	ns := cp.Namespace(t)
 	const settle = 4 * time.Second
 	r := startProviderWith(t, ns, nil, settle)
-	eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s")) })
+	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s")) })
 	r.mu.Lock()
 	r.notified = nil
 	r.mu.Unlock()
@@ -35,10 +36,12 @@ func TestThreeEditsInARowTakeEffectOnce(t *testing.T) {
 	if st := r.Status(settings.FleetAgent); st.Pending == nil || *st.Pending != want {
 		t.Errorf("status while pending: %+v", st)
 	}
-	consistently(t, "the old triple stays until the settle time has passed", settle-time.Second, func() bool {
+	if !framework.Consistently(t, "the old triple stays until the settle time has passed", settle-time.Second, func() bool {
 		return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s"))
-	})
-	eventually(t, "the whole triple in effect", func() bool { return r.effectiveIs(settings.FleetAgent, want) })
+	}) {
+		t.FailNow()
+	}
+	framework.Eventually(t, "the whole triple in effect", func() bool { return r.effectiveIs(settings.FleetAgent, want) })
 	if took := time.Since(began); took < 2*time.Second+settle {
 		t.Errorf("took effect after %s, before the settings had been unchanged for %s", took, settle)
 	}
@@ -84,14 +87,16 @@ func TestInvalidStoredTripleKeepsTheLastGoodWhole(t *testing.T) {
 	resetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProviderWith(t, ns, nil, 2*time.Second)
-	eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "10s")) })
+	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "10s")) })
 	setValue(t, "fleet-leader-election-renew-deadline", "13s")
 	setValue(t, "fleet-leader-election-retry-period", "11s")
-	eventually(t, "inputs seen", func() bool { return r.inputsAre(settings.FleetController, "30s", "13s", "11s") })
-	consistently(t, "the last good triple stays whole", 4*time.Second, func() bool {
+	framework.Eventually(t, "inputs seen", func() bool { return r.inputsAre(settings.FleetController, "30s", "13s", "11s") })
+	if !framework.Consistently(t, "the last good triple stays whole", 4*time.Second, func() bool {
 		st := r.Status(settings.FleetController)
 		return r.effectiveIs(settings.FleetController, tm("30s", "25s", "10s")) && st.Pending == nil
-	})
+	}) {
+		t.FailNow()
+	}
 	r.assertNotifiedValid(t)
 }
 
@@ -104,14 +109,14 @@ func TestBothComponentsInOneChangeTakeEffectTogether(t *testing.T) {
 	resetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProviderWith(t, ns, nil, 3*time.Second)
-	eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s")) })
+	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s")) })
 	r.mu.Lock()
 	r.notified = nil
 	r.mu.Unlock()
 	setValue(t, "fleet-leader-election-lease-duration", "40s")
 	time.Sleep(time.Second)
 	setValue(t, "fleet-agent-leader-election-lease-duration", "40s")
-	eventually(t, "both in effect", func() bool {
+	framework.Eventually(t, "both in effect", func() bool {
 		return r.effectiveIs(settings.FleetController, tm("40s", "25s", "10s")) && r.effectiveIs(settings.FleetAgent, tm("40s", "25s", "10s"))
 	})
 	time.Sleep(time.Second)

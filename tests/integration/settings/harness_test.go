@@ -104,7 +104,7 @@ func startProviderWith(t *testing.T, ns string, env map[string]string, settle ti
 	r.cancel = func() { cancel(); b.Shutdown() }
 	t.Cleanup(r.cancel)
 	// The first sync fills Status.Inputs.
-	eventually(t, "first sync", func() bool { return r.Status(settings.FleetController).Inputs[0].Value != "" })
+	framework.Eventually(t, "first sync", func() bool { return r.Status(settings.FleetController).Inputs[0].Value != "" })
 	return r
 }
 
@@ -120,7 +120,7 @@ func resetSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "settings deleted", func() bool {
+	framework.Eventually(t, "settings deleted", func() bool {
 		l, err := c.List(metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
@@ -144,24 +144,6 @@ func getSetting(t *testing.T, name string) *v3.Setting {
 		t.Fatalf("get setting %s: %v", name, err)
 	}
 	return s
-}
-
-// eventually polls cond every 50ms for up to 20s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	framework.Eventually(t, what, cond)
-}
-
-// consistently fails if cond is false at any poll within d.
-func consistently(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if !cond() {
-			t.Fatalf("%s: stopped holding", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func tm(l, r, p string) election.Timings {
@@ -211,7 +193,7 @@ func events(t *testing.T, name, reason string) []string {
 func waitEvent(t *testing.T, name, reason string, parts ...string) string {
 	t.Helper()
 	var found string
-	eventually(t, fmt.Sprintf("event %s on %s containing %q", reason, name, parts), func() bool {
+	framework.Eventually(t, fmt.Sprintf("event %s on %s containing %q", reason, name, parts), func() bool {
 		for _, m := range events(t, name, reason) {
 			ok := true
 			for _, p := range parts {

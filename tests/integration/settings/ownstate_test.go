@@ -17,6 +17,7 @@ import (
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
 	"leasetune.io/leasetune/pkg/ownstate"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 // interleaved is a ConfigMaps client whose next Update of the ConfigMap
@@ -167,7 +168,7 @@ func TestProviderStateWriteKeepsOtherWritersValue(t *testing.T) {
 		return values(cm.Data)
 	}
 	const agentLease = "fleet-agent-leader-election-lease-duration"
-	eventually(t, "state stored", func() bool { v := stateValues(); return v != nil && v[agentLease] == "" && v[lease] == "" })
+	framework.Eventually(t, "state stored", func() bool { v := stateValues(); return v != nil && v[agentLease] == "" && v[lease] == "" })
 
 	cms.arm(func() {
 		cm, err := cp.Client.CoreV1().ConfigMaps(ns).Get(ctx, settings.DefaultStateName, metav1.GetOptions{})
@@ -184,17 +185,17 @@ func TestProviderStateWriteKeepsOtherWritersValue(t *testing.T) {
 		}
 	})
 	setValue(t, lease, "40s")
-	eventually(t, "the provider's write", func() bool { return cms.firstStored() != nil })
+	framework.Eventually(t, "the provider's write", func() bool { return cms.firstStored() != nil })
 	first := values(cms.firstStored())
 	if first[lease] != "40s" || first[agentLease] != "45s" {
 		t.Errorf("the provider stored %s=%q %s=%q; want its own 40s and the other writer's 45s", lease, first[lease], agentLease, first[agentLease])
 	}
 	// Evaluating again from what is stored, it converges on the objects.
-	eventually(t, "converged on the Setting objects", func() bool {
+	framework.Eventually(t, "converged on the Setting objects", func() bool {
 		v := stateValues()
 		return v[lease] == "40s" && v[agentLease] == ""
 	})
-	eventually(t, "40s in effect", func() bool {
+	framework.Eventually(t, "40s in effect", func() bool {
 		got, ok := p.Effective(settings.FleetController)
 		return ok && got == tm("40s", "25s", "10s")
 	})

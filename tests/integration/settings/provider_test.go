@@ -2,16 +2,16 @@ package settings_test
 
 import (
 	"context"
-	"math/rand"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 func TestCreatesMissingSettingsWithDefaults(t *testing.T) {
@@ -29,7 +29,7 @@ func TestCreatesMissingSettingsWithDefaults(t *testing.T) {
 		if c == settings.Rancher {
 			want = election.WranglerDefaults // what Rancher runs with none set
 		}
-		eventually(t, "defaults in effect", func() bool { return r.effectiveIs(c, want) })
+		framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(c, want) })
 	}
 }
 
@@ -41,11 +41,11 @@ func TestKeepsExistingValueAndFixesDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := startProvider(t, cp.Namespace(t), nil)
-	eventually(t, "default corrected", func() bool {
+	framework.Eventually(t, "default corrected", func() bool {
 		s := getSetting(t, retry)
 		return s.Default == "10s" && s.Value == "5s" && !s.Customized // stored as Rancher stores it (see stored_test.go)
 	})
-	eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
+	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
 
 	// Someone edits default: the provider puts it back and never touches value.
 	s := getSetting(t, retry)
@@ -53,7 +53,7 @@ func TestKeepsExistingValueAndFixesDefault(t *testing.T) {
 	if _, err := c.Update(s); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "default restored", func() bool { return getSetting(t, retry).Default == "10s" })
+	framework.Eventually(t, "default restored", func() bool { return getSetting(t, retry).Default == "10s" })
 	if v := getSetting(t, retry).Value; v != "5s" {
 		t.Errorf("value = %q, want 5s untouched", v)
 	}
@@ -63,7 +63,7 @@ func TestUpdateTakesEffect(t *testing.T) {
 	resetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
 	setValue(t, "fleet-agent-leader-election-retry-period", "4s")
-	eventually(t, "agent retry 4s", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "4s")) })
+	framework.Eventually(t, "agent retry 4s", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "4s")) })
 	if got, _ := r.Effective(settings.FleetController); got != election.FleetDefaults {
 		t.Errorf("controller triple changed to %s", got)
 	}
@@ -77,7 +77,7 @@ func TestDeletedSettingIsRestoredWithUserValue(t *testing.T) {
 	r := startProvider(t, ns, nil)
 	setValue(t, retry, "5s")
 	want := tm("30s", "25s", "5s")
-	eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, want) })
+	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, want) })
 
 	if err := settingClient(t).Delete(retry, &metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -86,10 +86,10 @@ func TestDeletedSettingIsRestoredWithUserValue(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		consistently(t, "triple unchanged during delete and restore", 2*time.Second,
+		framework.Consistently(t, "triple unchanged during delete and restore", framework.ConsistentlyMin,
 			func() bool { return r.effectiveIs(settings.FleetController, want) })
 	}()
-	eventually(t, "restored with 5s", func() bool {
+	framework.Eventually(t, "restored with 5s", func() bool {
 		s, err := settingClient(t).Get(retry, metav1.GetOptions{})
 		return err == nil && s.Value == "5s"
 	})
@@ -106,7 +106,7 @@ func TestDeletionAcrossRestartLosesNothing(t *testing.T) {
 	setValue(t, renew, "50s")
 	setValue(t, retry, "20s")
 	want := tm("60s", "50s", "20s")
-	eventually(t, "60/50/20 in effect", func() bool { return r.effectiveIs(settings.FleetController, want) })
+	framework.Eventually(t, "60/50/20 in effect", func() bool { return r.effectiveIs(settings.FleetController, want) })
 	r.stop()
 
 	// While the project is down, Rancher (2.9+, at its start) deletes settings it does not know.
@@ -130,7 +130,7 @@ func TestEnvOverride(t *testing.T) {
 	ns := cp.Namespace(t)
 	r := startProvider(t, ns, nil)
 	setValue(t, retry, "5s")
-	eventually(t, "user value 5s", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
+	framework.Eventually(t, "user value 5s", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
 	r.stop()
 
 	d, _ := settings.Lookup(retry)
@@ -138,14 +138,14 @@ func TestEnvOverride(t *testing.T) {
 		t.Fatalf("env var name %s", d.EnvVar())
 	}
 	r2 := startProvider(t, ns, map[string]string{d.EnvVar(): "4s"})
-	eventually(t, "env value in effect", func() bool { return r2.effectiveIs(settings.FleetController, tm("30s", "25s", "4s")) })
-	eventually(t, "source env", func() bool { s := getSetting(t, retry); return s.Source == v3.SourceEnv && s.Value == "4s" })
+	framework.Eventually(t, "env value in effect", func() bool { return r2.effectiveIs(settings.FleetController, tm("30s", "25s", "4s")) })
+	framework.Eventually(t, "source env", func() bool { s := getSetting(t, retry); return s.Source == v3.SourceEnv && s.Value == "4s" })
 	if err := r2.Set(context.Background(), retry, "3s"); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Errorf("Set on an env-sourced setting: %v, want read-only error", err)
 	}
 	// A direct edit of an env-sourced value is put back; it never takes effect.
 	setValue(t, retry, "3s")
-	eventually(t, "env value put back", func() bool { return getSetting(t, retry).Value == "4s" })
+	framework.Eventually(t, "env value put back", func() bool { return getSetting(t, retry).Value == "4s" })
 	if !r2.effectiveIs(settings.FleetController, tm("30s", "25s", "4s")) {
 		t.Error("a direct edit of an env-sourced setting took effect")
 	}
@@ -153,7 +153,7 @@ func TestEnvOverride(t *testing.T) {
 
 	// Without the env var the user's own value comes back.
 	r3 := startProvider(t, ns, nil)
-	eventually(t, "user value back", func() bool {
+	framework.Eventually(t, "user value back", func() bool {
 		s := getSetting(t, retry)
 		return s.Source == "" && s.Value == "5s" && r3.effectiveIs(settings.FleetController, tm("30s", "25s", "5s"))
 	})
@@ -198,7 +198,7 @@ func TestInvalidValuesAreRefused(t *testing.T) {
 				t.Errorf("value rewritten to %q", s.Value)
 			}
 			setValue(t, c.setting, "")
-			eventually(t, "refusal cleared", func() bool { return r.Status(settings.FleetController).Refused == nil })
+			framework.Eventually(t, "refusal cleared", func() bool { return r.Status(settings.FleetController).Refused == nil })
 		})
 	}
 	r.assertNotifiedValid(t)
@@ -210,11 +210,11 @@ func TestEmptyValueMeansDefault(t *testing.T) {
 	setValue(t, lease, "60s")
 	setValue(t, renew, "50s")
 	setValue(t, retry, "20s")
-	eventually(t, "60/50/20", func() bool { return r.effectiveIs(settings.FleetController, tm("60s", "50s", "20s")) })
+	framework.Eventually(t, "60/50/20", func() bool { return r.effectiveIs(settings.FleetController, tm("60s", "50s", "20s")) })
 
 	// Empty retry: its default 10s with 60s/50s is valid.
 	setValue(t, retry, "")
-	eventually(t, "60/50/10", func() bool { return r.effectiveIs(settings.FleetController, tm("60s", "50s", "10s")) })
+	framework.Eventually(t, "60/50/10", func() bool { return r.effectiveIs(settings.FleetController, tm("60s", "50s", "10s")) })
 
 	// Empty lease: its default 30s is not above renew 50s: refused like any invalid value.
 	clearEvents(t)
@@ -235,7 +235,7 @@ func TestNoValidTripleAtStartWritesNothing(t *testing.T) {
 	clearEvents(t)
 	ns := cp.Namespace(t)
 	r := startProvider(t, ns, nil)
-	eventually(t, "refused", func() bool { return r.Status(settings.FleetController).Refused != nil })
+	framework.Eventually(t, "refused", func() bool { return r.Status(settings.FleetController).Refused != nil })
 	if got, ok := r.Effective(settings.FleetController); ok {
 		t.Errorf("effective triple %s with invalid settings and no state", got)
 	}
@@ -255,9 +255,7 @@ func TestNoValidTripleAtStartWritesNothing(t *testing.T) {
 func TestRandomEditsNeverPublishInvalidTriple(t *testing.T) {
 	resetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
-	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := kit.Rand(t, 1)
 
 	pool := map[string][]string{
 		lease: {"", "10s", "30s", "45s", "60s", "61s", "1.5s", "0s", "2h", " 30s", "x"},
@@ -276,7 +274,7 @@ func TestRandomEditsNeverPublishInvalidTriple(t *testing.T) {
 			if err := settingClient(t).Delete(name, &metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "restored", func() bool {
+			framework.Eventually(t, "restored", func() bool {
 				s, err := settingClient(t).Get(name, metav1.GetOptions{})
 				return err == nil && s.Value == current[name]
 			})
@@ -292,7 +290,7 @@ func TestRandomEditsNeverPublishInvalidTriple(t *testing.T) {
 		if tmv, err := settings.Evaluate(settings.FleetController, want); err == nil {
 			model = tmv
 		}
-		eventually(t, "edit evaluated", func() bool {
+		framework.Eventually(t, "edit evaluated", func() bool {
 			return r.inputsAre(settings.FleetController, want[0].Value, want[1].Value, want[2].Value)
 		})
 		if got, ok := r.Effective(settings.FleetController); !ok || got != model {
@@ -329,7 +327,7 @@ func TestSetWritesOnlyValueAndValidates(t *testing.T) {
 	if err := r.Set(ctx, retry, "5s"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
+	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
 	if got := getSetting(t, retry); got.Labels["cattle.io/creator"] != "norman" || got.Value != "5s" {
 		t.Errorf("after Set: labels %v value %q", got.Labels, got.Value)
 	}
@@ -353,16 +351,16 @@ func TestFloorOnEveryEntry(t *testing.T) {
 		t.Error("retry 999ms took effect")
 	}
 	setValue(t, retry, "1s")
-	eventually(t, "retry 1s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "1s")) })
+	framework.Eventually(t, "retry 1s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "1s")) })
 	setValue(t, retry, "")
-	eventually(t, "defaults again", func() bool { return r.effectiveIs(settings.FleetController, good) })
+	framework.Eventually(t, "defaults again", func() bool { return r.effectiveIs(settings.FleetController, good) })
 	clearEvents(t)
 	setValue(t, renew, "19.999s")
 	waitEvent(t, renew, settings.ReasonRefused, "renewDeadline 19.999s must be at least 2 × retryPeriod 10s = 20s")
 	setValue(t, renew, "20s")
-	eventually(t, "renew 20s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "20s", "10s")) })
+	framework.Eventually(t, "renew 20s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "20s", "10s")) })
 	setValue(t, renew, "")
-	eventually(t, "defaults again", func() bool { return r.effectiveIs(settings.FleetController, good) })
+	framework.Eventually(t, "defaults again", func() bool { return r.effectiveIs(settings.FleetController, good) })
 
 	// Provider.Set.
 	if err := r.Set(ctx, retry, "999ms"); err == nil || !strings.Contains(err.Error(), "retryPeriod 999ms must be at least 1s") {
@@ -371,11 +369,11 @@ func TestFloorOnEveryEntry(t *testing.T) {
 	if err := r.Set(ctx, retry, "1s"); err != nil {
 		t.Errorf("Set retry 1s refused: %v", err)
 	}
-	eventually(t, "retry 1s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "1s")) })
+	framework.Eventually(t, "retry 1s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "1s")) })
 	if err := r.Set(ctx, retry, ""); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "defaults again", func() bool { return r.effectiveIs(settings.FleetController, good) })
+	framework.Eventually(t, "defaults again", func() bool { return r.effectiveIs(settings.FleetController, good) })
 	r.assertNotifiedValid(t)
 	r.stop()
 
@@ -400,7 +398,7 @@ func TestFloorOnEveryEntry(t *testing.T) {
 	}
 	r3.stop()
 	r4 := startProvider(t, ns, map[string]string{d.EnvVar(): "1s", ad.EnvVar(): "20s"})
-	eventually(t, "env retry 1s in effect", func() bool { return r4.effectiveIs(settings.FleetController, tm("30s", "25s", "1s")) })
-	eventually(t, "env agent renew 20s in effect", func() bool { return r4.effectiveIs(settings.FleetAgent, tm("30s", "20s", "10s")) })
+	framework.Eventually(t, "env retry 1s in effect", func() bool { return r4.effectiveIs(settings.FleetController, tm("30s", "25s", "1s")) })
+	framework.Eventually(t, "env agent renew 20s in effect", func() bool { return r4.effectiveIs(settings.FleetAgent, tm("30s", "20s", "10s")) })
 	r4.assertNotifiedValid(t)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"reflect"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,6 +11,7 @@ import (
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 // rancherStores is the Setting, as stored JSON fields, that Rancher's
@@ -69,15 +69,17 @@ func TestStoredAsRancherStoresThem(t *testing.T) {
 	// A user's value: stored as it is; Rancher's provider leaves customized
 	// and source alone.
 	setValue(t, retry, "5s")
-	eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
+	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
 	want := map[string]interface{}{"value": "5s", "default": "10s", "customized": false, "source": ""}
-	consistently(t, "a set value stored as Rancher stores it", 2*time.Second, func() bool { return reflect.DeepEqual(stored(t, retry), want) })
+	if !framework.Consistently(t, "a set value stored as Rancher stores it", framework.ConsistentlyMin, func() bool { return reflect.DeepEqual(stored(t, retry), want) }) {
+		t.FailNow()
+	}
 
 	// Deleted: restored with the user's value, in the same shape.
 	if err := settingClient(t).Delete(retry, &metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "restored", func() bool {
+	framework.Eventually(t, "restored", func() bool {
 		s, err := settingClient(t).Get(retry, metav1.GetOptions{})
 		return err == nil && s.Value == "5s"
 	})
@@ -89,5 +91,5 @@ func TestStoredAsRancherStoresThem(t *testing.T) {
 	if _, err := settingClient(t).Patch(retry, types.MergePatchType, []byte(`{"customized":true}`)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "customized back to false", func() bool { return reflect.DeepEqual(stored(t, retry), want) })
+	framework.Eventually(t, "customized back to false", func() bool { return reflect.DeepEqual(stored(t, retry), want) })
 }

@@ -18,13 +18,13 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/uiplugin"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // standIn is a stand-in for Rancher's server and shell, for the browser:
@@ -176,11 +176,9 @@ func TestBrowser(t *testing.T) {
 		env: map[string]string{"CATTLE_RANCHER_LEADER_ELECTION_LEASE_DURATION": "60s"}})
 	cp.InstallFleet(t, s.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
 	workspace := cp.Namespace(t)
-	fleetCluster(t, workspace, "edge-1", nil)
-	fleetCluster(t, workspace, "edge-2", []interface{}{
-		map[string]interface{}{"name": "CATTLE_ELECTION_LEASE_DURATION", "value": "35s"},
-	})
-	eventually(t, "the UIPlugin", func() bool { return getUIPlugin(t) != nil })
+	fleetCluster(t, workspace, "edge-1")
+	fleetCluster(t, workspace, "edge-2", "CATTLE_ELECTION_LEASE_DURATION=35s")
+	framework.Eventually(t, "the UIPlugin", func() bool { return getUIPlugin(t) != nil })
 	tok := token(t, cp.Namespace(t), "settings-admin", adminRules...)
 	srv := standIn(t, s, tok)
 
@@ -303,21 +301,13 @@ func TestBrowser(t *testing.T) {
 	}
 }
 
-// fleetCluster creates a standalone fleet Cluster with spec.agentEnvVars env.
-func fleetCluster(t *testing.T, ns, name string, env []interface{}) {
+// fleetCluster creates a standalone fleet Cluster with spec.agentEnvVars
+// env (none: no such field), deleted when the test ends.
+func fleetCluster(t *testing.T, ns, name string, env ...string) {
 	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
-		"metadata": map[string]interface{}{"name": name, "namespace": ns},
-		"spec":     map[string]interface{}{},
-	}}
-	if env != nil {
-		_ = unstructured.SetNestedSlice(u.Object, env, "spec", "agentEnvVars")
+	var opts []kit.ClusterOption
+	if len(env) > 0 {
+		opts = append(opts, kit.WithEnv(kit.Env(env...)...))
 	}
-	if _, err := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, name, opts...))
 }

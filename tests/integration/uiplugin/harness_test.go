@@ -39,21 +39,6 @@ var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Ver
 
 func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(cp.Config) }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	framework.Eventually(t, what, cond)
-}
-
-// consistently fails t when cond stops holding within d.
-func consistently(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if !cond() {
-			t.Fatalf("%s: stopped holding", what)
-		}
-	}
-}
-
 func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
 
 func installUIPluginCRD(t *testing.T) { cp.InstallUIPluginCRD(t) }
@@ -137,18 +122,18 @@ func startServer(t *testing.T, o serverOptions) *server {
 		s.done <- manager.Run(ctx, sa, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
 	t.Cleanup(s.stop)
-	eventually(t, "settings created", func() bool {
+	framework.Eventually(t, "settings created", func() bool {
 		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) >= len(settings.Registry)
 	})
-	eventually(t, "webhook answers", func() bool {
+	framework.Eventually(t, "webhook answers", func() bool {
 		resp, err := insecure().Get("https://" + s.addr + "/v3/settings")
 		if err == nil {
 			resp.Body.Close()
 		}
 		return err == nil
 	})
-	eventually(t, "caBundle published", func() bool {
+	framework.Eventually(t, "caBundle published", func() bool {
 		v, err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), "leasetune", metav1.GetOptions{})
 		return err == nil && len(v.Webhooks[0].ClientConfig.CABundle) > 0
 	})

@@ -32,8 +32,8 @@ func TestPageAPI(t *testing.T) {
 		env: map[string]string{"CATTLE_FLEET_LEADER_ELECTION_RETRY_PERIOD": "10s"}})
 	cp.InstallFleet(t, s.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
 	workspace := cp.Namespace(t)
-	fleetCluster(t, workspace, "edge-1", nil)
-	fleetCluster(t, workspace, "edge-2", nil)
+	fleetCluster(t, workspace, "edge-1")
+	fleetCluster(t, workspace, "edge-2")
 	ns := cp.Namespace(t)
 	admin := token(t, ns, "admin", adminRules...)
 	nobody := token(t, ns, "nobody")
@@ -178,7 +178,7 @@ func TestPageAPI(t *testing.T) {
 	})
 
 	t.Run("clusters: the ones whose agents differ, and why", func(t *testing.T) {
-		fleetCluster(t, workspace, "edge-3", []interface{}{map[string]interface{}{"name": "CATTLE_ELECTION_RETRY_PERIOD", "value": "12s"}})
+		fleetCluster(t, workspace, "edge-3", "CATTLE_ELECTION_RETRY_PERIOD=12s")
 		code, body := call(t, s, http.MethodGet, "/leasetune/v1/clusters", admin, nil)
 		if code != http.StatusOK {
 			t.Fatalf("%d %v", code, body)

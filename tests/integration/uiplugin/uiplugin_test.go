@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/uiplugin"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 // TestUIPluginLifecycle follows leasetune's UIPlugin from a cluster without
@@ -56,16 +56,18 @@ func TestUIPluginLifecycle(t *testing.T) {
 	t.Run("no UIPlugin without its CRD", func(t *testing.T) {
 		// The reconciler watches the CRD by name and does nothing else: the
 		// kind stays unserved (nothing was installed behind its back).
-		consistently(t, "no UIPlugin kind", 3*time.Second, func() bool {
+		if !framework.Consistently(t, "no UIPlugin kind", framework.ConsistentlyMin, func() bool {
 			_, err := dyn().Resource(uiplugin.UIPluginGVR).Namespace(uiplugin.Namespace).Get(context.Background(), "leasetune", metav1.GetOptions{})
 			return err != nil && isKindMissing(err)
-		})
+		}) {
+			t.FailNow()
+		}
 	})
 
 	ensureNamespace(t, uiplugin.Namespace)
 	installUIPluginCRD(t)
 	var live *unstructured.Unstructured
-	eventually(t, "UIPlugin created once the CRD exists", func() bool {
+	framework.Eventually(t, "UIPlugin created once the CRD exists", func() bool {
 		live = getUIPlugin(t)
 		return live != nil
 	})
@@ -153,7 +155,9 @@ func TestUIPluginLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		rv := getUIPlugin(t).GetResourceVersion()
-		consistently(t, "resourceVersion unchanged", 3*time.Second, func() bool { return getUIPlugin(t).GetResourceVersion() == rv })
+		if !framework.Consistently(t, "resourceVersion unchanged", framework.ConsistentlyMin, func() bool { return getUIPlugin(t).GetResourceVersion() == rv }) {
+			t.FailNow()
+		}
 	})
 
 	t.Run("owned fields are taken back, others stay", func(t *testing.T) {
@@ -162,7 +166,7 @@ func TestUIPluginLifecycle(t *testing.T) {
 			types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "endpoint put back", func() bool {
+		framework.Eventually(t, "endpoint put back", func() bool {
 			e, _, _ := unstructured.NestedString(getUIPlugin(t).Object, "spec", "plugin", "endpoint")
 			return e == endpoint
 		})
@@ -174,12 +178,14 @@ func TestUIPluginLifecycle(t *testing.T) {
 			t.Error("another manager's metadata key was removed")
 		}
 		rv := u.GetResourceVersion()
-		consistently(t, "no further write", 2*time.Second, func() bool { return getUIPlugin(t).GetResourceVersion() == rv })
+		if !framework.Consistently(t, "no further write", framework.ConsistentlyMin, func() bool { return getUIPlugin(t).GetResourceVersion() == rv }) {
+			t.FailNow()
+		}
 	})
 
 	t.Run("a deleted UIPlugin comes back", func(t *testing.T) {
 		deleteUIPlugin(t)
-		eventually(t, "UIPlugin recreated", func() bool { return getUIPlugin(t) != nil })
+		framework.Eventually(t, "UIPlugin recreated", func() bool { return getUIPlugin(t) != nil })
 	})
 
 	t.Run("cleanup removes it", func(t *testing.T) {
@@ -286,7 +292,7 @@ func TestChartRBACForUIPlugin(t *testing.T) {
 			Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}).Run(ctx)
 	}()
 	t.Cleanup(func() { cancel(); <-done; deleteUIPlugin(t) })
-	eventually(t, "UIPlugin created with the chart's rights", func() bool { return getUIPlugin(t) != nil })
+	framework.Eventually(t, "UIPlugin created with the chart's rights", func() bool { return getUIPlugin(t) != nil })
 
 	// Those rights reach no other UIPlugin.
 	other := uiplugin.Desired(b, "http://x", nil)
