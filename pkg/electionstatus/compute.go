@@ -17,7 +17,6 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
-	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -53,7 +52,7 @@ func Compute(snap *inventory.Snapshot, triples map[settings.Component]settings.C
 		ctrl := triples[settings.FleetController]
 		in := fleetsettings.Inputs{Controller: ctrl.Effective, ControllerOK: ctrl.HasEffective,
 			Agent: agent.Effective, AgentOK: true, Channel: snap.Channel}
-		if err := plan.JudgeAgents(snap, in); err != nil {
+		if err := snap.JudgeAgents(in); err != nil {
 			st.Fleet.JudgeProblem = err.Error()
 		}
 	}
@@ -248,7 +247,7 @@ func rancherStatus(snap *inventory.Snapshot, cs settings.ComponentStatus, opts O
 	}
 	for _, ctr := range d.Spec.Template.Spec.Containers {
 		if ctr.Name == rancher.Container {
-			if t, ok := plan.RancherRuns(ctr.Env, snap.RancherVersion); ok {
+			if t, ok := rancher.Runs(ctr.Env, snap.RancherVersion); ok {
 				out.Runs = TripleOf(t)
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
@@ -109,4 +111,32 @@ func byClusterName(provs []unstructured.Unstructured) map[string]*unstructured.U
 		}
 	}
 	return out
+}
+
+// JudgeAgents judges, as the fleetsettings controller does before it
+// writes, a change of the agent triple on fleet-agentmanagement to
+// in.Agent by what every v0.13+ agent would run (agentenv.JudgeGlobal,
+// over the snapshot's fleet Clusters): an error names the clusters whose
+// fleet-agent would run a triple client-go refuses; nil on other
+// channels, or when fleet-agentmanagement already holds in.Agent.
+func (s *Snapshot) JudgeAgents(in fleetsettings.Inputs) error {
+	if in.Channel != fleet.ChannelAgentManagement {
+		return nil
+	}
+	var cur election.Timings
+	var found bool
+	if d := s.FleetDeployment(fleet.ControllerDeployment); d != nil {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Name == fleet.AgentManagementContainer {
+				cur, found, _ = election.FleetAgentPrefix.FromEnv(c.Env)
+			}
+		}
+	}
+	if !found || cur == in.Agent {
+		return nil
+	}
+	if broken := agentenv.JudgeGlobal(cur, in.Agent, in.Channel, s.ClusterEnvs()); len(broken) > 0 {
+		return agentenv.BrokenError(in.Agent, broken)
+	}
+	return nil
 }

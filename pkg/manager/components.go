@@ -13,11 +13,13 @@ import (
 	"github.com/rancher/wrangler/v2/pkg/generated/controllers/core"
 	"github.com/rancher/wrangler/v2/pkg/generic"
 	"github.com/rancher/wrangler/v2/pkg/schemes"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -31,9 +33,11 @@ import (
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	statuscontroller "leasetune.io/leasetune/pkg/controllers/electionstatus"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/crds"
+	"leasetune.io/leasetune/pkg/electionstatus"
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
@@ -214,10 +218,11 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 		return err
 	}
 	// Beside Rancher, agentenv routes by the Rancher version its Deployment
-	// shows: it shares rancherenv's informer of that Deployment (one watch
-	// by name), started here when rancherenv is off.
+	// shows and the ElectionStatus counts its replicas: both share
+	// rancherenv's informer of that Deployment (one watch by name), started
+	// here when rancherenv is off.
 	var rancherDeps cache.SharedIndexInformer
-	if rancher && !cfg.RancherVersion.Known {
+	if rancher || cfg.RancherEnv {
 		rancherDeps = rf.Apps().V1().Deployment().Informer()
 		if err := startFactory(ctx, rf.Start); err != nil {
 			if ctx.Err() != nil {
@@ -232,6 +237,59 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 		RancherNamespace: cfg.RancherNamespace, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
 		Recorder: recorder, Log: log, Workers: cfg.Workers, ClustersPerMinute: cfg.AgentRolloutPerMinute,
 	})
+	if served(dc, statuscontroller.GVR) {
+		sc := statuscontroller.New(statuscontroller.Options{
+			Client: dynamic.NewForConfigOrDie(rc), Log: log,
+			Compute: electionstatus.Options{RancherEnv: cfg.RancherEnv, EnvSet: func(d settings.Definition) bool {
+				_, set := cfg.lookupEnv()(d.EnvVar())
+				return set
+			}},
+			Sources: statuscontroller.Sources{
+				Settings: func() []v3.Setting {
+					l, _ := mf.Management().V3().Setting().Cache().List(labels.Everything())
+					out := make([]v3.Setting, 0, len(l))
+					for _, o := range l {
+						out = append(out, *o)
+					}
+					return out
+				},
+				Status:  provider.Status,
+				Channel: fs.Evidence,
+				FleetDeployments: func() []*appsv1.Deployment {
+					l, _ := af.Apps().V1().Deployment().Cache().List(cfg.FleetNamespace, labels.Everything())
+					return l
+				},
+				RancherConfig: func() *corev1.ConfigMap {
+					cm, _ := cf.Core().V1().ConfigMap().Cache().Get(cfg.RancherNamespace, fleetsettings.RancherConfigName)
+					return cm
+				},
+				Rancher: func() *appsv1.Deployment {
+					if rancherDeps == nil {
+						return nil
+					}
+					d, _ := rf.Apps().V1().Deployment().Cache().Get(cfg.RancherNamespace, rancherDeployment(cfg))
+					return d
+				},
+				Clusters: ac.Clusters,
+			},
+		})
+		for _, inf := range []cache.SharedIndexInformer{mf.Management().V3().Setting().Informer(),
+			af.Apps().V1().Deployment().Informer(), cf.Core().V1().ConfigMap().Informer(), rancherDeps} {
+			if inf != nil {
+				_, _ = inf.AddEventHandler(sc.Handler())
+			}
+		}
+		ac.OnClusterChange(sc.Handler())
+		provider.OnChange(sc.Changed)
+		fs.OnChannelChange(sc.Changed)
+		go func() {
+			if err := sc.Run(ctx); err != nil {
+				log.Error("the ElectionStatus is not kept", "error", err)
+			}
+		}()
+	} else {
+		log.Warn("the ElectionStatus CRD electionstatuses.leasetune.io is not installed: leasetune's status is not published (the chart installs it; the Rancher UI page needs it)")
+	}
 	return ac.Run(ctx)
 }
 

@@ -143,3 +143,12 @@ func DefaultIdentity() string {
 	}
 	return fmt.Sprintf("%s_%d_%d", h, os.Getpid(), time.Now().UnixNano()%100000)
 }
+
+// lookupEnv is cfg.LookupEnv, or os.LookupEnv when nil: how the settings
+// Provider reads the settings' env overrides.
+func (cfg Config) lookupEnv() func(string) (string, bool) {
+	if cfg.LookupEnv == nil {
+		return os.LookupEnv
+	}
+	return cfg.LookupEnv
+}

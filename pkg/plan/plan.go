@@ -149,7 +149,7 @@ func FromSnapshot(snap *inventory.Snapshot, set []Assignment) *Report {
 	in := fleetsettings.Inputs{Controller: ctrl.Effective, ControllerOK: ctrl.HasEffective,
 		Agent: agent.Effective, AgentOK: agent.HasEffective, Channel: r.Channel}
 	if in.AgentOK {
-		if err := JudgeAgents(snap, in); err != nil {
+		if err := snap.JudgeAgents(in); err != nil {
 			in.AgentOK = false // the controller keeps the agents' triple too
 			r.LeftAlone = append(r.LeftAlone, "fleet-agentmanagement FLEET_AGENT_ELECTION_*: "+err.Error())
 		}
@@ -224,7 +224,7 @@ func (r *Report) planRancher() {
 	}
 	r.rancherReplicas = r.snap.RancherReplicas
 	ref := "Deployment " + d.Namespace + "/" + d.Name
-	runs := func(env []corev1.EnvVar) (election.Timings, bool) { return RancherRuns(env, r.snap.RancherVersion) }
+	runs := func(env []corev1.EnvVar) (election.Timings, bool) { return rancher.Runs(env, r.snap.RancherVersion) }
 	// One lock candidate per replica: a leader and replicas-1 followers;
 	// none at 0 replicas.
 	lockCost := func(t election.Timings) float64 {
@@ -280,31 +280,6 @@ func (r *Report) planRancher() {
 	r.rancherLock = true
 }
 
-// RancherRuns is the triple Rancher's lock kube-system/cattle-controllers
-// runs with the rancher container's env, at Rancher version v, and false
-// where that Rancher reads no env (2.8.0-2.8.2, wrangler v1: hardcoded
-// 45s/30s/2s; or an unknown version). wrangler reads each name on its own,
-// its default where the name is absent or empty (pkg/leader/leader.go
-// computeConfig, the same at wrangler v2.1.2 and v3.3.1): a partial triple
-// runs the defaults of the missing names. The last entry of a name wins.
-func RancherRuns(env []corev1.EnvVar, v rancher.Version) (election.Timings, bool) {
-	if !v.Known || !v.AtLeast(2, 8, 3) {
-		return election.WranglerDefaults, false
-	}
-	t := election.WranglerDefaults
-	for _, f := range election.Fields {
-		for _, e := range env {
-			if e.Name != election.CattlePrefix.EnvName(f) || e.ValueFrom != nil || e.Value == "" {
-				continue
-			}
-			if dur, err := time.ParseDuration(e.Value); err == nil {
-				t = t.With(f, dur)
-			}
-		}
-	}
-	return t, true
-}
-
 // propose applies the assignments in order to copies of objs, each checked
 // as the webhook checks it; a refused one is recorded and left out.
 func (r *Report) propose(objs []v3.Setting, stateData map[string]string, set []Assignment) []v3.Setting {
@@ -328,31 +303,6 @@ func (r *Report) propose(objs []v3.Setting, stateData map[string]string, set []A
 		}
 	}
 	return out
-}
-
-// JudgeAgents judges, as the controller does before it writes, a change of
-// the agent triple on fleet-agentmanagement by what every v0.13+ agent
-// would run (agentenv.JudgeGlobal, over the snapshot's fleet Clusters).
-func JudgeAgents(snap *inventory.Snapshot, in fleetsettings.Inputs) error {
-	if in.Channel != fleet.ChannelAgentManagement {
-		return nil
-	}
-	var cur election.Timings
-	var found bool
-	if d := snap.FleetDeployment(fleet.ControllerDeployment); d != nil {
-		for _, c := range d.Spec.Template.Spec.Containers {
-			if c.Name == fleet.AgentManagementContainer {
-				cur, found, _ = election.FleetAgentPrefix.FromEnv(c.Env)
-			}
-		}
-	}
-	if !found || cur == in.Agent {
-		return nil
-	}
-	if broken := agentenv.JudgeGlobal(cur, in.Agent, in.Channel, snap.ClusterEnvs()); len(broken) > 0 {
-		return agentenv.BrokenError(in.Agent, broken)
-	}
-	return nil
 }
 
 // planClusters adds each routed cluster's agent env (agentenv's Decide),

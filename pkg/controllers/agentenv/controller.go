@@ -21,13 +21,16 @@ import (
 	"k8s.io/utils/clock"
 
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
-// FieldManager is the field manager of every write this controller makes.
-const FieldManager = "leasetune"
+// FieldManager is the field manager of every write this controller makes
+// (fieldmanager.Leasetune: the revert guard tells its own writes from
+// others' by it).
+const FieldManager = fieldmanager.Leasetune
 
 const (
 	byMgmtName    = "byMgmtName"    // fleet Clusters by their management Cluster's name

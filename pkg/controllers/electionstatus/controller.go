@@ -34,6 +34,7 @@ import (
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/electionstatus"
+	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/metrics"
@@ -42,7 +43,7 @@ import (
 )
 
 // FieldManager is the field manager of the status writes.
-const FieldManager = "leasetune"
+const FieldManager = fieldmanager.Leasetune
 
 // GVR is the ElectionStatus resource.
 var GVR = schema.GroupVersionResource{Group: electionstatus.APIGroup, Version: electionstatus.Version, Resource: electionstatus.Resource}
