@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
@@ -152,6 +153,24 @@ func TestAtRestOnlyItsLease(t *testing.T) {
 	framework.Eventually(t, "the UIPlugin in place", func() bool {
 		_, err := dyn.Resource(uiplugin.UIPluginGVR).Namespace(uiplugin.Namespace).Get(ctx, "leasetune", metav1.GetOptions{})
 		return err == nil
+	})
+	// The ElectionStatus, kept by the leader, shows the change too; at rest
+	// it is not written (a status write would show below).
+	statusRes := dyn.Resource(schema.GroupVersionResource{Group: "leasetune.io", Version: "v1alpha1", Resource: "electionstatuses"})
+	framework.Eventually(t, "the ElectionStatus shows the Fleet controllers' 5s", func() bool {
+		u, err := statusRes.Get(ctx, "leasetune", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		comps, _, _ := unstructured.NestedSlice(u.Object, "status", "components")
+		for _, c := range comps {
+			m, _ := c.(map[string]interface{})
+			if m["component"] == "fleet-controller" {
+				r, _, _ := unstructured.NestedString(m, "inEffect", "retryPeriod")
+				return r == "5s"
+			}
+		}
+		return false
 	})
 	time.Sleep(10 * time.Second) // the settle time, the last writes, the report of edge-3's override
 	offset := logSize(t)

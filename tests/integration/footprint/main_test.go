@@ -16,7 +16,7 @@ var (
 
 func TestMain(m *testing.M) {
 	os.Exit(framework.MainWithAuditLog(m, &cp, &auditLog, framework.Options{
-		RepoCRDs:   []string{framework.SettingCRD, framework.ManagementCRD},
+		RepoCRDs:   []string{framework.SettingCRD, framework.ManagementCRD, framework.StatusCRD},
 		SharedCRDs: []string{framework.FleetClusterCRD, framework.ProvisioningCRD},
 	}))
 }

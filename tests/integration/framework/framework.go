@@ -59,6 +59,8 @@ const (
 	ManagementCRD   = "hack/devenv/crds/clusters.management.cattle.io.yaml"
 	FleetClusterCRD = "fleet/fleet-v0.14.10-clusters-crd.yaml"
 	ProvisioningCRD = "rancher/provisioning.cattle.io_clusters-crd.yaml"
+	// StatusCRD is leasetune's ElectionStatus CRD, as the chart installs it.
+	StatusCRD = "charts/leasetune/crds/electionstatuses.leasetune.io.yaml"
 )
 
 // Options tunes Start.

@@ -1,0 +1,218 @@
+// Package electionstatus_test runs the whole controller (manager.Run, as
+// the chart runs it) beside a Fleet v0.14.10 installation on a real
+// kube-apiserver and checks the ElectionStatus object its leader keeps:
+// that it is what electionstatus.Compute gives for the installation as
+// `leasetune plan` reads it, that it is written once per change and never
+// at rest, and who may read it.
+package electionstatus_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	statuscontroller "leasetune.io/leasetune/pkg/controllers/electionstatus"
+	"leasetune.io/leasetune/pkg/electionstatus"
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/inventory"
+	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
+)
+
+var cp *framework.ControlPlane
+
+func TestMain(m *testing.M) {
+	os.Exit(framework.Main(m, &cp, framework.Options{
+		RepoCRDs:   []string{framework.SettingCRD, framework.ManagementCRD, framework.StatusCRD},
+		SharedCRDs: []string{framework.FleetClusterCRD, framework.ProvisioningCRD},
+	}))
+}
+
+// installation is one namespace set: leasetune's, Fleet's (v0.14.10's
+// Deployments), Rancher's (none here) and the clusters'.
+type installation struct {
+	ns, fleetNS, rancherNS, clusterNS string
+	rec                               *framework.Recorder
+}
+
+// start installs Fleet and three clusters (one with a retry-period
+// override) and runs leasetune on them until the test ends.
+func start(t *testing.T) *installation {
+	t.Helper()
+	ctx := context.Background()
+	in := &installation{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t), clusterNS: cp.Namespace(t)}
+	cp.InstallFleet(t, in.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
+	for i, name := range []string{"edge-1", "edge-2", "edge-3"} {
+		opts := []kit.ClusterOption{kit.WithEnv(kit.Env("HTTPS_PROXY=http://proxy:3128")...)}
+		if i == 2 {
+			opts = append(opts, kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "5s"}))
+		}
+		cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(in.clusterNS, name, opts...))
+	}
+	cfg := rest.CopyConfig(cp.Config)
+	in.rec = framework.Record(cfg)
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- manager.Run(mctx, cfg, manager.Config{
+			Namespace: in.ns, FleetNamespace: in.fleetNS, RancherNamespace: in.rancherNS, QPS: 100, Burst: 200, Workers: 2,
+			Settle: time.Second, LeaderElection: true, LeaseName: "leasetune", Identity: "status-test",
+			Timings: manager.DefaultTimings, LookupEnv: func(string) (string, bool) { return "", false },
+		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	framework.Eventually(t, "the ElectionStatus published", func() bool { return in.status(t) != nil })
+	return in
+}
+
+// status reads the ElectionStatus's status (nil when there is none yet).
+func (in *installation) status(t *testing.T) *electionstatus.Status {
+	t.Helper()
+	u, err := cp.Resource(statuscontroller.GVR, "").Get(context.Background(), electionstatus.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	raw, ok := u.Object["status"]
+	if !ok {
+		return nil
+	}
+	b, _ := json.Marshal(raw)
+	var st electionstatus.Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("the status does not read as a Status: %v\n%s", err, b)
+	}
+	return &st
+}
+
+// want is electionstatus.Compute over the installation as `leasetune plan`
+// reads it (inventory.Read, settings.Snapshot).
+func (in *installation) want(t *testing.T) electionstatus.Status {
+	t.Helper()
+	snap, err := inventory.Read(context.Background(), kubernetes.NewForConfigOrDie(cp.Config), dynamic.NewForConfigOrDie(cp.Config), inventory.Options{
+		Namespace: in.ns, FleetNamespace: in.fleetNS, RancherNamespace: in.rancherNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	triples, err := snap.Triples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return electionstatus.Compute(snap, triples, electionstatus.Options{})
+}
+
+func same(a, b electionstatus.Status) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func (in *installation) patchSetting(t *testing.T, name, value string) {
+	t.Helper()
+	res := cp.Resource(v3.SchemeGroupVersion.WithResource("settings"), "")
+	if _, err := res.Patch(context.Background(), name, types.MergePatchType, []byte(`{"value":"`+value+`"}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// statusWrites counts leasetune's writes of the ElectionStatus.
+func (in *installation) statusWrites() int {
+	n := 0
+	for _, q := range in.rec.Requests() {
+		if q.IsWrite() && strings.Contains(q.Path, "/electionstatuses") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestStatusIsTheInstallationAsPlanReadsIt: the object the leader keeps
+// from its caches is, field for field, what Compute gives for the
+// installation read as `leasetune plan` reads it; after a change of the
+// agent triple too, once it settled.
+func TestStatusIsTheInstallationAsPlanReadsIt(t *testing.T) {
+	in := start(t)
+	framework.Eventually(t, "the status equals Compute over inventory.Read", func() bool {
+		got := in.status(t)
+		return got != nil && same(*got, in.want(t))
+	})
+	got := in.status(t)
+	if got.Fleet.Channel != string(fleet.ChannelAgentManagement) || got.Agents.Clusters != 3 || got.Fleet.Processes == 0 {
+		t.Errorf("status fleet %+v, agents %+v", got.Fleet, got.Agents)
+	}
+	if len(got.Clusters) != 1 || got.Clusters[0].Name != in.clusterNS+"/edge-3" || got.Clusters[0].Problem != string(agentenv.ProblemUnsupported) {
+		t.Errorf("listed clusters %+v, want edge-3's override reported unsupported on Fleet v0.14", got.Clusters)
+	}
+	in.patchSetting(t, "fleet-agent-leader-election-retry-period", "12s")
+	framework.Eventually(t, "the new agent triple in the status, equal to Compute again", func() bool {
+		got := in.status(t)
+		return got != nil && got.Components[1].InEffect != nil && got.Components[1].InEffect.RetryPeriod == "12s" && same(*got, in.want(t))
+	})
+}
+
+// TestStatusWrittenOncePerChangeNeverAtRest: the status is written when
+// the installation changes (a setting), once the burst has settled, and
+// not at all while nothing changes, however much else (Deployment status
+// updates, resyncs) the informers see.
+func TestStatusWrittenOncePerChangeNeverAtRest(t *testing.T) {
+	in := start(t)
+	framework.Eventually(t, "converged", func() bool {
+		got := in.status(t)
+		return got != nil && same(*got, in.want(t))
+	})
+	time.Sleep(2 * statuscontroller.Debounce)
+	n := in.statusWrites()
+	framework.Consistently(t, "no status write at rest", 3*statuscontroller.Debounce, func() bool { return in.statusWrites() == n })
+	in.patchSetting(t, "fleet-leader-election-retry-period", "6s")
+	framework.Eventually(t, "the Fleet controllers' 6s in the status", func() bool {
+		got := in.status(t)
+		return got != nil && got.Components[0].InEffect != nil && got.Components[0].InEffect.RetryPeriod == "6s" && same(*got, in.want(t))
+	})
+	time.Sleep(2 * statuscontroller.Debounce)
+	m := in.statusWrites()
+	// The change is one pending triple, then (after the settle time) the
+	// triple in effect and the Deployments' env: a few writes, each a
+	// change of what the status says; never one per event.
+	if m-n < 1 || m-n > 4 {
+		t.Errorf("%d status writes for one setting change, want 1 to 4 (pending, in effect, the Deployments' env)", m-n)
+	}
+	framework.Consistently(t, "no status write at rest after the change", 3*statuscontroller.Debounce, func() bool { return in.statusWrites() == m })
+}
+
+// TestStatusPutBackAfterAHandEdit: someone else's edit of the status is
+// put back (the object is leasetune's), and a deleted object is made again.
+func TestStatusPutBackAfterAHandEdit(t *testing.T) {
+	in := start(t)
+	framework.Eventually(t, "converged", func() bool {
+		got := in.status(t)
+		return got != nil && same(*got, in.want(t))
+	})
+	res := cp.Resource(statuscontroller.GVR, "")
+	if _, err := res.Patch(context.Background(), electionstatus.Name, types.MergePatchType,
+		[]byte(`{"status":{"fleet":{"channel":"none","processes":99}}}`), metav1.PatchOptions{FieldManager: "someone"}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "the edit put back", func() bool {
+		got := in.status(t)
+		return got != nil && got.Fleet.Processes != 99 && same(*got, in.want(t))
+	})
+	if err := res.Delete(context.Background(), electionstatus.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "made again", func() bool {
+		got := in.status(t)
+		return got != nil && same(*got, in.want(t))
+	})
+}
