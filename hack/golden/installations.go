@@ -374,7 +374,7 @@ func installations() []installation {
 		var cl clusters
 		cl.standalone("edge-1", overrides("", "", "20s"), nil)
 		cl.standalone("edge-foreign", nil, items(p.EnvName(election.RetryPeriod), "12s"))
-		cl.provisioned("rke2-1", nil, nil, items(p.EnvName(election.RenewDeadline), "26s"))
+		cl.provisioned("rke2-1", nil, nil, items(p.EnvName(election.LeaseDuration), "55s"))
 		cl.unroutable("gone-1", items(p.EnvName(election.RetryPeriod), "14s"))
 		values := with(agentAt("60s", "50s", "20s"), "fleet-leader-election-retry-period", "12s",
 			"rancher-leader-election-lease-duration", "60s", "rancher-leader-election-renew-deadline", "40s", "rancher-leader-election-retry-period", "5s")
@@ -410,6 +410,7 @@ func installations() []installation {
 		cl.standalone("foreign", nil, items(p.EnvName(election.LeaseDuration), "40s"))
 		cl.standalone("invalid", overrides("", "", "30s"), nil)
 		cl.standalone("at-wrangler", overrides("45s", "30s", "2s"), nil)
+		cl.standalone("owned-at-wrangler", with(overrides("45s", "30s", "2s"), agentenv.RecordAnnotation, owned("45s", "30s", "2s")), cattle("45s", "30s", "2s"))
 		malformed := clusterObject("fleet", workspace, "malformed", nil, nil)
 		_ = unstructured.SetNestedField(malformed.Object, "CATTLE_ELECTION_RETRY_PERIOD=5s", "spec", "agentEnvVars")
 		cl.fleets = append(cl.fleets, malformed)
@@ -453,7 +454,7 @@ func installations() []installation {
 			values:        map[string]string{"rancher-leader-election-renew-deadline": "50s"},
 			env:           map[string]string{"fleet-leader-election-retry-period": "15s"},
 			missing:       map[string]bool{"fleet-agent-leader-election-lease-duration": true},
-			remembered:    map[string]string{"fleet-agent-leader-election-lease-duration": "45s"},
+			remembered:    map[string]string{"fleet-agent-leader-election-lease-duration": "45s", "fleet-leader-election-retry-period": "12s"},
 			effective:     map[settings.Component][3]string{settings.Rancher: {"60s", "40s", "5s"}},
 			noFleet:       true,
 			rancherConfig: str("- not\n- a mapping\n"),

@@ -95,7 +95,7 @@ type Recommendation struct {
 var proposals = [][3]string{
 	{"", "", ""}, {"30s", "25s", "10s"}, {"45s", "30s", "2s"}, {"60s", "50s", "20s"}, {"15s", "10s", "2s"},
 	{"30s", "25s", "12s"}, {"1m30s", "1m", "20s"}, {"40s", "30s", "5s"}, {"3s", "2s", "1s"},
-	{"30s", "25s", "999ms"}, {"30s", "25s", "10"}, {"30s", "30s", "10s"},
+	{"40s", "30s", "15s"}, {"30s", "25s", "999ms"}, {"30s", "25s", "10"}, {"30s", "30s", "10s"},
 }
 
 // recommendTargets are the failover targets of the recommend cases.

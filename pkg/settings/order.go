@@ -87,9 +87,15 @@ func WriteOrder(v View, c Component, want [3]string) ([]Write, error) {
 	}
 	var changed []int
 	for i, d := range defs {
+		// The value that counts now, as the webhook resolves it: an
+		// object set by env holds the env value (not a user's value
+		// remembered from before the env var was set).
 		in := Input{}
 		if cur, ok := byName[d.Name]; ok {
 			in.Object = &cur
+			if cur.Source == v3.SourceEnv {
+				in.Env, in.EnvSet = cur.Value, true
+			}
 		}
 		in.Remembered, in.RememberedSet = v.Remembered[d.Name]
 		if Resolve(d, in).Value != next[i].Value {

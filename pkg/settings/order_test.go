@@ -61,9 +61,22 @@ func TestWriteOrder(t *testing.T) {
 			}
 		})
 	}
+	// An env-sourced setting kept at its env value is no change, even
+	// when a user's value from before the env var is remembered.
+	envObjs := objectsWith(nil)
+	for i := range envObjs {
+		if envObjs[i].Name == "fleet-agent-leader-election-retry-period" {
+			envObjs[i].Value, envObjs[i].Source = "12s", v3.SourceEnv
+		}
+	}
+	ws, err := WriteOrder(View{Objects: envObjs, Remembered: map[string]string{"fleet-agent-leader-election-retry-period": "20s"}},
+		FleetAgent, [3]string{"40s", "25s", "12s"})
+	if err != nil || orderString(ws) != "lease-duration=40s" {
+		t.Fatalf("env-sourced kept: %q %v", orderString(ws), err)
+	}
 	// An env-sourced setting that would change: read-only, naming the env var.
 	env := func(d Definition) bool { return d.Name == "fleet-agent-leader-election-retry-period" }
-	_, err := WriteOrder(View{Objects: objectsWith(nil), EnvSet: env}, FleetAgent, [3]string{"30s", "25s", "12s"})
+	_, err = WriteOrder(View{Objects: objectsWith(nil), EnvSet: env}, FleetAgent, [3]string{"30s", "25s", "12s"})
 	var oe *OrderError
 	if !errors.As(err, &oe) || oe.Reason != OrderReadOnly || !errors.Is(err, ErrReadOnly) ||
 		!strings.Contains(err.Error(), "CATTLE_FLEET_AGENT_LEADER_ELECTION_RETRY_PERIOD") {
