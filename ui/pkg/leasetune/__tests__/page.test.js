@@ -194,7 +194,7 @@ describe('LeaderElection page: read-only', () => {
     const missing = card(w, 'fleet-agent').find('[data-field="leaseDuration"]');
 
     expect(input(w, 'fleet-agent', 'leaseDuration').element.value).toBe('45s');
-    expect(missing.find('.meta').text()).toContain('leasetune\'s record of your value');
+    expect(missing.find('.source').text()).toBe('user: leasetune\'s record of your value, while the Setting object is missing');
     expect(missing.find('.readonly-reason').text()).toBe('Read-only: the Setting object is not there (leasetune creates it again)');
     expect(card(w, 'fleet-controller').find('.refused').text()).toContain('The settings as they are now are refused');
   });
@@ -314,6 +314,22 @@ describe('LeaderElection page: typing and saving', () => {
       'fleet-leader-election-lease-duration=60s', 'fleet-leader-election-renew-deadline=50s',
     ]);
     expect(store.dispatch.mock.calls.length).toBe(reads);
+  });
+
+  it('says what a change leaves alone, and why', async() => {
+    const c = caseNamed('agentmanagement, settings pending');
+    const w = await mountPage(mockStore({ settings: settingsOf(c), status: c.status }));
+
+    // rke2-1's fleet Cluster carries CATTLE_ELECTION_LEASE_DURATION=55s of its own: with a
+    // renew deadline of 1m its agent would run an invalid triple.
+    await input(w, 'fleet-agent', 'leaseDuration').setValue('1m30s');
+    await input(w, 'fleet-agent', 'renewDeadline').setValue('1m');
+    await card(w, 'fleet-agent').find('.save').trigger('click');
+    const left = card(w, 'fleet-agent').findAll('.left-alone').map((p) => p.text());
+
+    expect(left).toContain('Left alone: fleet-agentmanagement\'s FLEET_AGENT_ELECTION_*: this agent triple would leave the fleet-agent of 1 cluster(s) with an invalid triple (their own CATTLE_ELECTION_* entries mix with it), so the agents keep theirs');
+    expect(left).toContain('Left alone: 1 cluster(s), left alone: someone else\'s CATTLE_ELECTION_* entries');
+    expect(card(w, 'fleet-agent').find('.totals').text()).toContain('0 fleet-agent redeploy(s)');
   });
 
   it('fills in recommend\'s triple for the failover target', async() => {

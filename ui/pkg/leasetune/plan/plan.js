@@ -397,7 +397,9 @@ export function proposedTimings(c, want) {
  * components' triples), changes: [{ object, field, old, new, restarts }]
  * outside the clusters, clusterChanges: [{ count, restarts }] per group of
  * clusters whose spec.agentEnvVars change, clusterChangeCount, objects
- * (the objects outside the clusters written, sorted), leftAlone, totals
+ * (the objects outside the clusters written, sorted), leftAlone ({ kind:
+ * judge, count } the agents' judgement; { kind: object, object, reason };
+ * { kind: noRancher }; { kind: clusters, count, problem }), totals
  * (plan.Totals' JSON) }. writes are the writes (writeOrder): with none,
  * there is no "before" in the totals, as with `plan` without --set.
  */
@@ -421,7 +423,7 @@ export function plan(status, component, want, writes) {
 
     if (broken > 0) {
       agentOK = false;
-      out.leftAlone.push(`fleet-agentmanagement FLEET_AGENT_ELECTION_*: the agent triple would leave the fleet-agent of ${ broken } cluster(s) with an invalid triple`);
+      out.leftAlone.push({ kind: 'judge', count: broken });
     }
   }
   const fleetChange = (target, prefix, t) => {
@@ -462,7 +464,7 @@ export function plan(status, component, want, writes) {
   const rc = status.rancherConfig || {};
 
   if (rc.present && rc.problem) {
-    out.leftAlone.push(`${ rc.object }: ${ rc.problem }`);
+    out.leftAlone.push({ kind: 'object', object: rc.object, reason: rc.problem });
   } else if (rc.present) {
     const keep = (written, t) => written && FIELDS.every((f) => {
       const r = parseDuration(f, written[f] ?? '');
@@ -500,10 +502,10 @@ export function plan(status, component, want, writes) {
     const fixed = ['no-container', 'version-unknown', 'unsupported'];
 
     if (fixed.includes(kind(rancher.problem))) {
-      out.leftAlone.push(`${ ref }: ${ rancher.problem }`);
+      out.leftAlone.push({ kind: 'object', object: ref, reason: rancher.problem });
     } else if (st && valid(st)) {
       if (kind(rancher.problem) === 'foreign') {
-        out.leftAlone.push(`${ ref }: ${ rancher.problem }`);
+        out.leftAlone.push({ kind: 'object', object: ref, reason: rancher.problem });
       } else {
         const atDefaults = sameTimings(st, WRANGLER_DEFAULTS);
         const held = fromEnv(env, CATTLE);
@@ -511,7 +513,7 @@ export function plan(status, component, want, writes) {
         const write = remove || (!atDefaults && (env.length === 0 || !(held.found && held.ok && sameTimings(held.t, st))));
 
         if (write && rancher.writeProblem) {
-          out.leftAlone.push(`${ ref }: ${ rancher.writeProblem }`);
+          out.leftAlone.push({ kind: 'object', object: ref, reason: rancher.writeProblem });
         } else if (remove) {
           FIELDS.map((f) => envName(CATTLE, f)).filter((n) => env.some((e) => e.name === n)).forEach((n) => out.changes.push({
             object: ref, field: `container rancher env ${ n }`, old: envValue(env, n), new: '(removed: Rancher\'s built-in 45s/30s/2s)', restarts
@@ -532,7 +534,7 @@ export function plan(status, component, want, writes) {
       }
     }
   } else if (after.rancher && !sameTimings(after.rancher, WRANGLER_DEFAULTS)) {
-    out.leftAlone.push('the Rancher Deployment: not found, so the rancher-leader-election-* settings reach no Rancher here');
+    out.leftAlone.push({ kind: 'noRancher' });
   }
 
   // planClusters
@@ -557,7 +559,7 @@ export function plan(status, component, want, writes) {
         }
       }
       if (d.problem) {
-        out.leftAlone.push(`${ g.count } cluster(s): ${ d.problem }`);
+        out.leftAlone.push({ kind: 'clusters', count: g.count, problem: d.problem });
       }
       if (d.change) {
         out.clusterChanges.push({ count: g.count, restarts: restartsOf(g), group: g });
