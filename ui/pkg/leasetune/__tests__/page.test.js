@@ -140,6 +140,17 @@ describe('LeaderElection page: its reads', () => {
     expect(card(w, 'fleet-controller').find('.in-effect').text()).toBe('In effect: not known (leasetune\'s status could not be read)');
   });
 
+  it('says when the user may not read the status', async() => {
+    const store = mockStore({
+      settings: settingsOf(AT_DEFAULTS), status: AT_DEFAULTS.status, findErrors: { [STATUS_ID]: new Error('Unknown schema for type: leasetune.io.electionstatus') }
+    });
+    const w = await mountPage(store);
+
+    expect(w.find('.status-error').text()).toContain('Your role does not let you read what leasetune knows of the installation (Rancher shows you no type leasetune.io.electionstatus');
+    expect(card(w, 'fleet-agent').find('.tradeoff').exists()).toBe(false);
+    expect(w.find('.clusters-unknown').exists()).toBe(true);
+  });
+
   it('says when leasetune has not published its status yet', async() => {
     const store = mockStore({ settings: settingsOf(AT_DEFAULTS), status: null });
     const w = await mountPage(store);
