@@ -6,7 +6,9 @@
 #   scripts/ui.sh build    the extension into pkg/uiplugin/bundle (embedded in
 #                          the binary and committed)
 #   scripts/ui.sh verify   build into a temporary folder and fail when
-#                          pkg/uiplugin/bundle differs (stale or hand-edited)
+#                          pkg/uiplugin/bundle differs (stale or hand-edited),
+#                          or when a bundle holds what the page must never do
+#                          (forbidden, below)
 #   scripts/ui.sh test     the jest tests (golden cases and components)
 # Needs Node 20+ and npm. No binary is downloaded: Cypress's and Puppeteer's
 # browser downloads are switched off (the browser test uses Debian's chromium).
@@ -23,9 +25,27 @@ need_node() {
   local major
   major="$(node -p 'process.versions.node.split(".")[0]')"
   if [ "$major" -lt 20 ]; then
-    echo "ui: Node $(node --version) is too old: @rancher/shell 3.0.8 needs Node 20 or later" >&2
+    echo "ui: Node $(node --version) is too old: @rancher/shell 3.0.0 needs Node 20 or later" >&2
     exit 1
   fi
+}
+
+# What no bundle may contain: the page holds no credential of its own and
+# calls nothing but Rancher's own API through the dashboard's store (issue
+# 25): no Rancher token minted (/v3/tokens), no header of its own, no call
+# of leasetune's former page API.
+FORBIDDEN=('/v3/tokens' 'X-Leasetune-Token' '/leasetune/v1')
+
+# forbidden DIR fails when a file under DIR contains one of FORBIDDEN.
+forbidden() {
+  local dir="$1" bad=0 s
+  for s in "${FORBIDDEN[@]}"; do
+    if grep -rlF -- "$s" "$dir" >/dev/null 2>&1; then
+      echo "ui: $(grep -rlF -- "$s" "$dir" | tr '\n' ' ')contains \"$s\", which the page must never use" >&2
+      bad=1
+    fi
+  done
+  return "$bad"
 }
 
 stamp=node_modules/.leasetune-lock-sha256
@@ -53,13 +73,21 @@ case "${1:-}" in
   ci) ci ;;
   build)
     deps
-    node build/bundle.js ../pkg/uiplugin/bundle
+    tmp="$(mktemp -d)"
+    trap 'rm -rf "$tmp"' EXIT
+    node build/bundle.js "$tmp/bundle"
+    forbidden "$tmp/bundle"
+    rm -rf ../pkg/uiplugin/bundle
+    cp -r "$tmp/bundle" ../pkg/uiplugin/bundle
     ;;
   verify)
     deps
+    # The committed bundle first: a forbidden call fails even when it is current.
+    forbidden ../pkg/uiplugin/bundle
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
     node build/bundle.js "$tmp/bundle" >/dev/null
+    forbidden "$tmp/bundle"
     if ! diff -r "$tmp/bundle" ../pkg/uiplugin/bundle; then
       echo "ui: pkg/uiplugin/bundle is not what ui/ builds to: run make ui and commit pkg/uiplugin/bundle" >&2
       exit 1

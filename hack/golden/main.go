@@ -1,6 +1,10 @@
-// Command golden writes the validation cases that keep the Rancher UI
-// extension's client-side checks (ui/pkg/leasetune/validation) identical to
-// the server's: ui/pkg/leasetune/validation/golden.json.
+// Command golden writes the cases that keep the Rancher UI extension's
+// computations in the browser identical to the Go code's: the validation
+// cases (ui/pkg/leasetune/validation/golden.json: durations, triples,
+// costs) and the plan cases (ui/pkg/leasetune/plan/golden.json: the
+// ElectionStatus of synthetic installations, the write order and
+// `leasetune plan --set` for proposed triples, recommend's triples; see
+// plan.go).
 //
 // Every expected value in the file is computed here by the code the
 // webhook, the /v3/settings API and the controller run: pkg/election's
@@ -11,8 +15,8 @@
 // test (validation.test.ts: the JavaScript port gives the same answer for
 // every case, so the UI cannot drift from what was generated).
 //
-// Usage: go run ./hack/golden [-o FILE] (default: the file above, from the
-// repository root).
+// Usage: go run ./hack/golden [-o FILE] [-plan FILE] (default: the files
+// above, from the repository root).
 package main
 
 import (
@@ -257,8 +261,8 @@ func triple(lease, renew, retry string) Triple {
 	return c
 }
 
-// Encode returns the file's bytes: indented JSON with a final newline.
-func Encode(g Golden) ([]byte, error) {
+// Encode returns a file's bytes: indented JSON with a final newline.
+func Encode(g interface{}) ([]byte, error) {
 	b, err := json.MarshalIndent(g, "", " ")
 	if err != nil {
 		return nil, err
@@ -267,15 +271,21 @@ func Encode(g Golden) ([]byte, error) {
 }
 
 func main() {
-	out := flag.String("o", DefaultPath, "the file to write")
+	out := flag.String("o", DefaultPath, "the validation cases' file to write")
+	planOut := flag.String("plan", PlanPath, "the plan cases' file to write")
 	flag.Parse()
-	b, err := Encode(Generate())
-	if err == nil {
-		err = os.WriteFile(*out, b, 0o644)
+	for _, f := range []struct {
+		path string
+		v    interface{}
+	}{{*out, Generate()}, {*planOut, GeneratePlan()}} {
+		b, err := Encode(f.v)
+		if err == nil {
+			err = os.WriteFile(f.path, b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "golden:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("wrote %s (%d bytes)\n", f.path, len(b))
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "golden:", err)
-		os.Exit(1)
-	}
-	fmt.Printf("wrote %s (%d bytes)\n", *out, len(b))
 }

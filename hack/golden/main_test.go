@@ -9,21 +9,28 @@ import (
 
 // TestGoldenCurrent fails when the committed cases differ from what the Go
 // code says now: a rule or message changed in pkg/election or
-// pkg/settings, and the UI's port (checked against the same file by
-// ui/pkg/leasetune/validation/validation.test.ts) must follow. Regenerate
+// pkg/settings, or what pkg/electionstatus, pkg/plan or pkg/recommend
+// compute, and the UI's ports (checked against the same files by
+// ui/pkg/leasetune/validation/validation.test.js and
+// ui/pkg/leasetune/plan/plan.test.js) must follow. Regenerate
 // with `go run ./hack/golden` and fix the port until `make test-ui` passes.
 func TestGoldenCurrent(t *testing.T) {
-	want, err := Encode(Generate())
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("..", "..", DefaultPath)
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%s: %v (run go run ./hack/golden)", path, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is stale: run `go run ./hack/golden` from the repository root, then `make test-ui`", path)
+	for _, f := range []struct {
+		path string
+		v    interface{}
+	}{{DefaultPath, Generate()}, {PlanPath, GeneratePlan()}} {
+		want, err := Encode(f.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("..", "..", f.path)
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v (run go run ./hack/golden)", path, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is stale: run `go run ./hack/golden` from the repository root, then `make test-ui`", path)
+		}
 	}
 }
 

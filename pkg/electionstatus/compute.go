@@ -188,7 +188,7 @@ func rancherConfig(snap *inventory.Snapshot, triples map[settings.Component]sett
 	if cm == nil {
 		return RancherConfig{}
 	}
-	out := RancherConfig{Present: true}
+	out := RancherConfig{Present: true, Object: "ConfigMap " + snap.Options.RancherNamespace + "/" + fleetsettings.RancherConfigName}
 	doc := cm.Data[fleetsettings.RancherConfigKey]
 	ctrl, agent := triples[settings.FleetController], triples[settings.FleetAgent]
 	if _, _, err := fleetsettings.MergeChartValues(doc, ctrl.Effective, ctrl.HasEffective, agent.Effective, agent.HasEffective); err != nil {
@@ -256,6 +256,9 @@ func rancherStatus(snap *inventory.Snapshot, cs settings.ComponentStatus, opts O
 	if dec.Problem != rancherenv.ProblemNone {
 		out.Problem = fmt.Sprintf("%s: %s", dec.Problem, dec.Reason)
 	}
+	if p, why := rancherenv.WriteProblem(d); p != rancherenv.ProblemNone {
+		out.WriteProblem = fmt.Sprintf("%s: %s", p, why)
+	}
 	return out
 }
 
@@ -264,12 +267,21 @@ func rancherStatus(snap *inventory.Snapshot, cs settings.ComponentStatus, opts O
 func agents(snap *inventory.Snapshot, agent settings.ComponentStatus) (Agents, []Cluster, int) {
 	out := Agents{Clusters: len(snap.FleetClusters), Groups: []Group{}}
 	groups := map[string]*Group{}
+	unroutable := map[string]*Entries{}
 	var listed []Cluster
 	for _, c := range snap.Clusters {
 		name := c.Fleet.GetNamespace() + "/" + c.Fleet.GetName()
 		if c.Err != nil {
 			out.Unroutable++
 			listed = append(listed, Cluster{Name: name, Problem: "unroutable", Reason: c.Err.Error()})
+			if env := envVarsOf(agentenv.ClusterEnvOf(c.Fleet).Env); len(env) > 0 {
+				key, _ := json.Marshal(env)
+				if have, ok := unroutable[string(key)]; ok {
+					have.Count++
+				} else {
+					unroutable[string(key)] = &Entries{Count: 1, Entries: env}
+				}
+			}
 			continue
 		}
 		rt := c.Routing
@@ -317,6 +329,14 @@ func agents(snap *inventory.Snapshot, agent settings.ComponentStatus) (Agents, [
 	sort.Strings(keys)
 	for _, k := range keys {
 		out.Groups = append(out.Groups, *groups[k])
+	}
+	keys = keys[:0]
+	for k := range unroutable {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out.UnroutableEntries = append(out.UnroutableEntries, *unroutable[k])
 	}
 	sort.Slice(listed, func(i, j int) bool { return listed[i].Name < listed[j].Name })
 	notListed := 0

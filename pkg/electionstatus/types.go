@@ -136,8 +136,10 @@ type Fleet struct {
 // RancherConfig is the fleet values of cattle-system/rancher-config,
 // which Rancher merges into the Fleet chart it installs.
 type RancherConfig struct {
-	// Present is true when the ConfigMap exists.
-	Present bool `json:"present"`
+	// Present is true when the ConfigMap exists; Object names it as a
+	// plan names it ("ConfigMap <namespace>/rancher-config").
+	Present bool   `json:"present"`
+	Object  string `json:"object,omitempty"`
 	// Controller and Agent are its leaderElection.* and
 	// agent.leaderElection.* (nil: absent).
 	Controller *Triple `json:"controller,omitempty"`
@@ -162,6 +164,12 @@ type Rancher struct {
 	// ("": none).
 	Managed bool   `json:"managed"`
 	Problem string `json:"problem,omitempty"`
+	// WriteProblem says what would stop a write of its env whatever the
+	// triple, were one due: "unsafe-strategy: " or "not-ready: " and why
+	// (rancherenv.WriteProblem; "": nothing). Problem says it too when the
+	// triple in effect calls for a write; a plan for another triple needs
+	// it on its own.
+	WriteProblem string `json:"writeProblem,omitempty"`
 	// ClusterAgentsRead is true when this Rancher's cattle-cluster-agents
 	// read CATTLE_ELECTION_* from their cluster's agentEnvVars (2.8.3+).
 	ClusterAgentsRead bool `json:"clusterAgentsRead,omitempty"`
@@ -173,6 +181,12 @@ type Agents struct {
 	// Unroutable those whose source object is not there yet.
 	Clusters   int `json:"clusters"`
 	Unroutable int `json:"unroutable,omitempty"`
+	// UnroutableEntries are the fleet Clusters' own CATTLE_ELECTION_*
+	// entries of the unroutable clusters that have any, alike ones counted
+	// together: the judgement of a global agent triple
+	// (agentenv.JudgeGlobal) reads every fleet Cluster's entries, routable
+	// or not.
+	UnroutableEntries []Entries `json:"unroutableEntries,omitempty"`
 	// Groups partition the routable clusters: every cluster of a group
 	// gets the same decision for any global agent triple.
 	Groups []Group `json:"groups"`
@@ -205,6 +219,13 @@ type Group struct {
 	// Malformed: the source's spec.agentEnvVars is not a list of objects
 	// (the cluster is left alone).
 	Malformed bool `json:"malformed,omitempty"`
+}
+
+// Entries are Count fleet Clusters' CATTLE_ELECTION_* entries, in order
+// ("(valueFrom)" for one from a source).
+type Entries struct {
+	Count   int      `json:"count"`
+	Entries []EnvVar `json:"entries"`
 }
 
 // Cluster is one cluster whose agents do not run the global agent triple,

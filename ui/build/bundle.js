@@ -5,7 +5,7 @@
 // and the package.json's rancher.annotations, which become the UIPlugin's
 // metadata) and OUT/plugin/ (the built files, as Rancher's own publish
 // script puts them under plugin/: shell/scripts/extension/publish at
-// shell-pkg-v3.0.8, report.html left out as there).
+// shell-pkg-v3.0.0, report.html left out as there).
 //
 // Usage (from ui/): node build/bundle.js [OUT]   (default ../pkg/uiplugin/bundle)
 const { spawnSync } = require('child_process');

@@ -140,12 +140,8 @@ func Decide(d *appsv1.Deployment, in Input) Decision {
 		out.Write = len(found) == 0 || !holds(env, in.Triple)
 	}
 	if out.Write {
-		if why := unsafeStrategy(d); why != "" {
-			return out.problem(ProblemUnsafeStrategy, why)
-		}
-		if ok, why := Settled(d); !ok {
-			out.Write = false
-			return out.problem(ProblemNotReady, why)
+		if p, why := WriteProblem(d); p != ProblemNone {
+			return out.problem(p, why)
 		}
 		if !in.PendingUntil.IsZero() {
 			out = out.problem(ProblemNotReady, fmt.Sprintf("another Rancher triple is pending in the settle time, until %s, and nothing is written before then", in.PendingUntil.UTC().Format(time.RFC3339)))
@@ -154,6 +150,20 @@ func Decide(d *appsv1.Deployment, in Input) Decision {
 		}
 	}
 	return out
+}
+
+// WriteProblem says what stops a write of d's env whatever the triple,
+// were one due (Decide's last two rules): ProblemUnsafeStrategy when its
+// rollout strategy would stop every Rancher replica at once,
+// ProblemNotReady when it is not Settled; ProblemNone and "" otherwise.
+func WriteProblem(d *appsv1.Deployment) (Problem, string) {
+	if why := unsafeStrategy(d); why != "" {
+		return ProblemUnsafeStrategy, why
+	}
+	if ok, why := Settled(d); !ok {
+		return ProblemNotReady, why
+	}
+	return ProblemNone, ""
 }
 
 func (d Decision) problem(p Problem, reason string) Decision {

@@ -1,7 +1,8 @@
 // The "Leader election" entry of Global Settings' side menu: a virtual
 // type in the existing "settings" product, as the product's own Banners,
 // Branding and Performance pages are (shell/config/product/settings.js at
-// shell-pkg-v3.0.8), shown where the user can see Settings at all.
+// shell-pkg-v3.0.0), shown where the user can see Settings at all; its
+// label from l10n/en-us.yaml (labelKey, as the built-in pages have).
 export const PRODUCT = 'settings';
 export const PAGE = 'leader-election';
 export const ROUTE = `c-cluster-${ PRODUCT }-${ PAGE }`;
@@ -13,7 +14,7 @@ export function init($plugin, store) {
 
   virtualType({
     ifHaveType: SETTING,
-    label:      'Leader election',
+    labelKey:   'leasetune.menu.label',
     name:       PAGE,
     namespaced: false,
     weight:     94, // after the built-in pages (101 down to 95)
