@@ -189,13 +189,28 @@ func (in *Installation) Calm(t testing.TB, quiet, limit time.Duration) {
 	}
 }
 
+// maxStatusWritesPerChange bounds leasetune's writes of its ElectionStatus
+// while a change propagates: the leader writes it only when what it says
+// changed (the triple pending, then in effect, the Deployments' env, the
+// clusters), each burst debounced into one write
+// (pkg/controllers/electionstatus). More would be a write loop.
+const maxStatusWritesPerChange = 10
+
 // LeasetuneWrites fails t unless leasetune's writes among rs (its own
-// bookkeeping aside) are exactly want ("verb resource ns/name" → n).
+// bookkeeping aside) are exactly want ("verb resource ns/name" → n), and
+// its ElectionStatus writes are none at rest (want nil) or at most
+// maxStatusWritesPerChange during a change.
 func LeasetuneWrites(t testing.TB, rs []Request, want map[string]int) {
 	t.Helper()
 	got := WritesBy(rs, Leasetune)
 	if !equalCounts(got, want) {
 		t.Errorf("leasetune's writes:\n%swant:\n%s", Format(got), Format(want))
+	}
+	switch n := StatusWrites(rs); {
+	case want == nil && n > 0:
+		t.Errorf("leasetune wrote its ElectionStatus %d times at rest, want none", n)
+	case n > maxStatusWritesPerChange:
+		t.Errorf("leasetune wrote its ElectionStatus %d times during one change, want at most %d", n, maxStatusWritesPerChange)
 	}
 }
 
