@@ -163,3 +163,14 @@ func FreeAddr(t testing.TB) string {
 	defer l.Close()
 	return l.Addr().String()
 }
+
+// KubectlPath returns the kubectl built beside the control plane
+// (scripts/controlplane.sh, k8s.io/kubernetes v1.32.13), in the folder
+// KUBEBUILDER_ASSETS names.
+func KubectlPath() (string, error) {
+	dir, err := assetsDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "kubectl"), nil
+}
