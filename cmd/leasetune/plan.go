@@ -190,7 +190,7 @@ func (o *cleanupOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c, err := r.Cleanup(ctx, cs, o.pf.opts)
+	c, err := r.Cleanup(ctx, cs, dyn, o.pf.opts)
 	if err != nil {
 		return err
 	}
