@@ -278,7 +278,7 @@ func Test04RancherLock(t *testing.T) {
 		t.Fatal("the Rancher Deployment has CATTLE_ELECTION_* before the settings are set")
 	}
 	in.Steady(t, devMode, lock, 2*time.Minute)
-	w := in.Measure(t, 60*time.Second)
+	w := in.Measure(t, framework.WindowFor(devMode))
 	in.CheckLocks(t, w, devMode, election.LeaderOnlyUpdates, lock)
 
 	want := election.Timings{LeaseDuration: 45 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 10 * time.Second}
@@ -314,7 +314,7 @@ func Test04RancherLock(t *testing.T) {
 		t.Errorf("duplicate env names: %v", d)
 	}
 	in.Steady(t, want, lock, 3*time.Minute)
-	w = in.Measure(t, 90*time.Second)
+	w = in.Measure(t, framework.WindowFor(want))
 	in.CheckLocks(t, w, want, election.LeaderOnlyUpdates, lock)
 	in.NoCrashes(t)
 }
