@@ -43,10 +43,12 @@ type Options struct {
 // real Fleet and leasetune installed by their charts and run by the
 // Kubelet double.
 type Installation struct {
-	Opts       Options
-	CP         *itfw.ControlPlane
-	Dyn        dynamic.Interface
-	Dir        string
+	Opts Options
+	CP   *itfw.ControlPlane
+	Dyn  dynamic.Interface
+	Dir  string
+	// keep is set when a test failed: Stop then keeps Dir.
+	keep       bool
 	Kubeconfig string
 	Audit      AuditLog
 	Bin        Binaries
@@ -357,8 +359,8 @@ func (in *Installation) Logs(ns, name string, n int) string {
 }
 
 // Stop stops every process and the control plane, and removes the
-// installation's folder unless LEASETUNE_UPSTREAM_KEEP is set (then it
-// says where it is).
+// installation's folder unless LEASETUNE_UPSTREAM_KEEP is set or a test
+// failed (then it says where it is).
 func (in *Installation) Stop() {
 	if in.Kubelet != nil {
 		in.Kubelet.Stop()
@@ -377,7 +379,7 @@ func (in *Installation) Stop() {
 			_ = in.lock.Close() // releases the flock
 		}
 	}()
-	if os.Getenv("LEASETUNE_UPSTREAM_KEEP") != "" {
+	if in.keep || os.Getenv("LEASETUNE_UPSTREAM_KEEP") != "" {
 		progress("kept %s (logs of every pod, the audit log)", in.Dir)
 		return
 	}
@@ -459,9 +461,12 @@ func Main(m *testing.M, opts Options, in **Installation) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer i.Stop()
 	*in = i
 	code := m.Run()
 	Hold(i)
+	if code != 0 {
+		i.keep = true // a failure is read from the pods' logs and the audit log
+	}
+	i.Stop()
 	return code
 }
