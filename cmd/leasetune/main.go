@@ -79,7 +79,7 @@ func main() {
 // run executes the command line args with ctx as the commands' context
 // (its end cancels the running command) and returns the process exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCommand(stdin, stdout, stderr)
+	root := newRootCommand(stdin, stdout, stderr) //nolint:contextcheck // each command runs with cmd.Context(), which is ctx (ExecuteContext)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	var ee *exitError

@@ -347,7 +347,7 @@ func (b *bench) initialConvergence(ctx context.Context) error {
 	b.res.cpInitial = cpDelta(b.cpStart, childrenCPU("kube-apiserver", "etcd"))
 	quiet(ctx, b.audit, b.t0)
 	if got, err := countTriples(ctx, b.dyn, func(t triple) bool { return t.ok }); err != nil || got != b.o.n {
-		return fmt.Errorf("initial convergence: %d of %d clusters have a triple (%v)", got, b.o.n, err)
+		return fmt.Errorf("initial convergence: %d of %d clusters have a triple (%w)", got, b.o.n, err)
 	}
 	s := b.lt.sample()
 	if b.pprof != "" {
@@ -415,7 +415,7 @@ func (b *bench) globalChange(ctx context.Context) error {
 	b.res.cpChange = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
 	quiet(ctx, b.audit, tChange)
 	if got, err := countTriples(ctx, b.dyn, func(t triple) bool { return t.ok && t.rp == want }); err != nil || got != b.o.n {
-		return fmt.Errorf("global change: %d of %d clusters have retry period %s (%v)", got, b.o.n, changedValue, err)
+		return fmt.Errorf("global change: %d of %d clusters have retry period %s (%w)", got, b.o.n, changedValue, err)
 	}
 	s := b.lt.sample()
 	b.res.cpuChange, b.res.rssAfterChange = s.cpu-b.restEnd.cpu, s.rssKiB

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,7 +57,7 @@ func installWebhook(ctx context.Context, cs kubernetes.Interface, path, addr str
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	for {
 		doc, err := r.Read()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return fmt.Errorf("%s has no ValidatingWebhookConfiguration", path)
 		}
 		if err != nil {
@@ -125,7 +126,7 @@ func supervise() int {
 		}
 	}()
 	if err := cmd.Wait(); err != nil {
-		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() > 0 {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() > 0 {
 			return ee.ExitCode()
 		}
 		return 1
@@ -214,7 +215,7 @@ func run() error {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		err := <-done
 		if err != nil {
-			return fmt.Errorf("leasetune: %v", err)
+			return fmt.Errorf("leasetune: %w", err)
 		}
 		fmt.Printf("leasetune stopped (%s)\n", time.Since(start).Round(100*time.Millisecond))
 		return nil
@@ -289,7 +290,7 @@ Ctrl-C stops everything: leasetune first (it releases its Lease), then the contr
 	case <-ctx.Done():
 		return stopLeasetune()
 	case err = <-done:
-		return fmt.Errorf("leasetune exited: %v", err)
+		return fmt.Errorf("leasetune exited: %w", err)
 	}
 }
 

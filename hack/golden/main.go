@@ -21,6 +21,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -249,7 +250,10 @@ func triple(lease, renew, retry string) Triple {
 			WorstCaseFailoverNanoseconds: strconv.FormatInt(int64(cost.WorstCaseFailover), 10), RenewAttempts: election.RenewAttempts(t)}
 		return c
 	}
-	ve := err.(*election.ValidationError)
+	var ve *election.ValidationError
+	if !errors.As(err, &ve) {
+		panic(fmt.Sprintf("Validate answered %T, not a *ValidationError: %v", err, err))
+	}
 	c.Error = ve.Error()
 	for _, v := range ve.Violations {
 		fields := make([]string, len(v.Fields))

@@ -12,12 +12,11 @@ import (
 // total/limit requests and overstates a count by at most the count it
 // took over (kept as the entry's err).
 type topCounter struct {
-	limit   int
-	m       map[string]*topEntry
-	h       topHeap // built when the limit is first reached
-	approx  bool
-	maxErr  int
-	scratch []byte
+	limit  int
+	m      map[string]*topEntry
+	h      topHeap // built when the limit is first reached
+	approx bool
+	maxErr int
 }
 
 type topEntry struct {

@@ -165,7 +165,7 @@ func decodeFallback(line []byte, ev *event) error {
 	if err := json.Unmarshal(line, &j); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {
-			return fmt.Errorf("%w: %v", errNotEvent, err)
+			return fmt.Errorf("%w: %w", errNotEvent, err)
 		}
 		return err
 	}
@@ -349,14 +349,14 @@ func (s *scanner) skip(depth int) error {
 	if s.i >= len(s.b) {
 		return errSyntax
 	}
-	switch c := s.b[s.i]; {
-	case c == '"':
+	switch s.b[s.i] {
+	case '"':
 		_, _, err := s.rawStr()
 		return err
-	case c == '{':
+	case '{':
 		s.i++
 		return s.members(func([]byte) error { return s.skip(depth + 1) })
-	case c == '[':
+	case '[':
 		s.i++
 		return s.elements(func() error { return s.skip(depth + 1) })
 	default:

@@ -61,7 +61,7 @@ func TestParseEvent(t *testing.T) {
 func TestFollower(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.log")
 	f := NewFollower(path)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var got []string
 	collect := func(e Event) error { got = append(got, e.AuditID); return nil }
 	if err := f.Poll(collect); err != nil || len(got) != 0 {

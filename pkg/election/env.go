@@ -71,18 +71,19 @@ var ErrIncomplete = errors.New("incomplete timing env")
 // from a source (valueFrom) rather than a literal, or when a value does not
 // parse (wrapping *ParseError). It does not validate the triple.
 func (p EnvPrefix) FromEnv(env []corev1.EnvVar) (t Timings, found bool, err error) {
-	var seen [3]*corev1.EnvVar
+	seen := map[Field]*corev1.EnvVar{} // the last entry of each name
 	for i := range env {
-		for j, f := range Fields {
-			if env[i].Name == p.EnvName(f) {
-				seen[j] = &env[i]
+		e := &env[i]
+		for _, f := range Fields {
+			if e.Name == p.EnvName(f) {
+				seen[f] = e
 			}
 		}
 	}
 	var missing []string
 	var errs []error
-	for j, f := range Fields {
-		e := seen[j]
+	for _, f := range Fields {
+		e := seen[f]
 		if e == nil {
 			missing = append(missing, p.EnvName(f))
 			continue

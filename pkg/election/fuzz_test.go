@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"errors"
 	"math/big"
 	"testing"
 	"time"
@@ -76,8 +77,12 @@ func FuzzValidateMatchesClientGo(f *testing.F) {
 		if want := cg && ourRulesHold(in); (err == nil) != want {
 			t.Fatalf("Validate(%s) = %v; client-go accepts: %v, project rules hold: %v", in, err, cg, ourRulesHold(in))
 		}
+		var ve *ValidationError
+		if err != nil && !errors.As(err, &ve) {
+			t.Fatalf("Validate answered %T, not a *ValidationError: %v", err, err)
+		}
 		if err != nil {
-			for _, v := range err.(*ValidationError).Violations {
+			for _, v := range ve.Violations {
 				if v.Message == "" || len(v.Fields) == 0 {
 					t.Fatalf("violation %+v lacks a message or fields", v)
 				}

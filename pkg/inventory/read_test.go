@@ -256,7 +256,7 @@ func TestReadRecordsForbiddenOptionalParts(t *testing.T) {
 			continue
 		}
 		got := s.Unread[r.part]
-		if len(s.Unread) != 1 || !apierrors.IsForbidden(got) || !strings.HasPrefix(got.Error(), r.what) || s.Missing(All) != got || s.Missing(All&^r.part) != nil {
+		if len(s.Unread) != 1 || !apierrors.IsForbidden(got) || !strings.HasPrefix(got.Error(), r.what) || !errors.Is(s.Missing(All), got) || s.Missing(All&^r.part) != nil {
 			t.Errorf("%v forbidden: unread %v", r.call, s.Unread)
 		}
 		empty := map[Part]bool{

@@ -122,7 +122,7 @@ func TestMissing(t *testing.T) {
 		p    Part
 		want error
 	}{{All, a}, {All &^ State, b}, {Settings | Clusters, nil}, {0, nil}} {
-		if got := s.Missing(tc.p); got != tc.want {
+		if got := s.Missing(tc.p); !errors.Is(got, tc.want) || (got == nil) != (tc.want == nil) {
 			t.Errorf("Missing(%s) = %v, want %v", tc.p, got, tc.want)
 		}
 	}

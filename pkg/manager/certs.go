@@ -20,7 +20,7 @@ import (
 )
 
 // WebhookSecretName is the Secret holding the webhook's CA and serving certificate.
-const WebhookSecretName = "leasetune-webhook-tls"
+const WebhookSecretName = "leasetune-webhook-tls" //nolint:gosec // G101: a Secret's name, not a credential
 
 // certCheckInterval is the longest wait between failed looks at the
 // webhook Secret and configuration (Config.CertCheckInterval replaces it);

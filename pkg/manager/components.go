@@ -10,7 +10,9 @@ import (
 	lassocache "github.com/rancher/lasso/pkg/cache"
 	lassoclient "github.com/rancher/lasso/pkg/client"
 	"github.com/rancher/wrangler/v2/pkg/generated/controllers/apps"
+	appscontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/apps/v1"
 	"github.com/rancher/wrangler/v2/pkg/generated/controllers/core"
+	corecontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/core/v1"
 	"github.com/rancher/wrangler/v2/pkg/generic"
 	"github.com/rancher/wrangler/v2/pkg/schemes"
 	appsv1 "k8s.io/api/apps/v1"
@@ -39,6 +41,7 @@ import (
 	"leasetune.io/leasetune/pkg/crds"
 	"leasetune.io/leasetune/pkg/electionstatus"
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
+	mgmtv3 "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -137,20 +140,7 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 	if err != nil {
 		return err
 	}
-	// Of the Rancher namespace only rancher-config is read: a field
-	// selector keeps every other ConfigMap out of the cache.
-	clients, err := lassoclient.NewSharedClientFactory(rc, &lassoclient.SharedClientFactoryOptions{Scheme: schemes.All})
-	if err != nil {
-		return err
-	}
-	cf, err := core.NewFactoryFromConfigWithOptions(rc, &generic.FactoryOptions{
-		SharedCacheFactory: lassocache.NewSharedCachedFactory(clients, &lassocache.SharedCacheFactoryOptions{
-			DefaultNamespace: cfg.RancherNamespace,
-			DefaultTweakList: func(o *metav1.ListOptions) {
-				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", fleetsettings.RancherConfigName).String()
-			},
-		}),
-	})
+	cf, rf, err := rancherFactories(rc, cfg)
 	if err != nil {
 		return err
 	}
@@ -158,20 +148,6 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 		Namespace: cfg.FleetNamespace, RancherNamespace: cfg.RancherNamespace, StateNamespace: cfg.Namespace,
 		ChannelOverride: cfg.ChannelOverride, Deployments: af.Apps().V1().Deployment(), ConfigMaps: cf.Core().V1().ConfigMap(),
 		Client: cs, Triples: provider, Recorder: recorder, Log: log, CheckAgentTriple: judge, Agents: agentsOf(ix),
-	})
-	if err != nil {
-		return err
-	}
-	// The Rancher Deployment, by name: its CATTLE_ELECTION_* entries for
-	// the lock kube-system/cattle-controllers (the rancher-leader-election-*
-	// settings).
-	rf, err := apps.NewFactoryFromConfigWithOptions(rc, &generic.FactoryOptions{
-		SharedCacheFactory: lassocache.NewSharedCachedFactory(clients, &lassocache.SharedCacheFactoryOptions{
-			DefaultNamespace: cfg.RancherNamespace,
-			DefaultTweakList: func(o *metav1.ListOptions) {
-				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", rancherDeployment(cfg)).String()
-			},
-		}),
 	})
 	if err != nil {
 		return err
@@ -230,66 +206,121 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 			return err
 		}
 	}
-	ac := agentenv.New(agentenv.Options{
+	ac := agentenv.New(agentenv.Options{ //nolint:contextcheck // client-go v0.28 list-watch functions take no context; Run stops the informers with ctx
 		Fleet: shared, Patcher: agentenv.RawPatcher{REST: stream}, Stream: stream, RancherDeployments: rancherDeps,
 		Client: dynamic.NewForConfigOrDie(rc), Rancher: rancher, Triples: provider, Channels: fs,
 		RancherNamespace: cfg.RancherNamespace, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
 		Recorder: recorder, Log: log, Workers: cfg.Workers, ClustersPerMinute: cfg.AgentRolloutPerMinute,
 	})
 	if served(dc, statuscontroller.GVR) {
-		sc := statuscontroller.New(statuscontroller.Options{
-			Client: dynamic.NewForConfigOrDie(rc), Log: log,
-			Compute: electionstatus.Options{RancherEnv: cfg.RancherEnv, EnvSet: func(d settings.Definition) bool {
-				_, set := cfg.lookupEnv()(d.EnvVar())
-				return set
-			}},
-			Sources: statuscontroller.Sources{
-				Settings: func() []v3.Setting {
-					l, _ := mf.Management().V3().Setting().Cache().List(labels.Everything())
-					out := make([]v3.Setting, 0, len(l))
-					for _, o := range l {
-						out = append(out, *o)
-					}
-					return out
-				},
-				Status:  provider.Status,
-				Channel: fs.Evidence,
-				FleetDeployments: func() []*appsv1.Deployment {
-					l, _ := af.Apps().V1().Deployment().Cache().List(cfg.FleetNamespace, labels.Everything())
-					return l
-				},
-				RancherConfig: func() *corev1.ConfigMap {
-					cm, _ := cf.Core().V1().ConfigMap().Cache().Get(cfg.RancherNamespace, fleetsettings.RancherConfigName)
-					return cm
-				},
-				Rancher: func() *appsv1.Deployment {
-					if rancherDeps == nil {
-						return nil
-					}
-					d, _ := rf.Apps().V1().Deployment().Cache().Get(cfg.RancherNamespace, rancherDeployment(cfg))
-					return d
-				},
-				Clusters: ac.Clusters,
-			},
-		})
-		for _, inf := range []cache.SharedIndexInformer{mf.Management().V3().Setting().Informer(),
-			af.Apps().V1().Deployment().Informer(), cf.Core().V1().ConfigMap().Informer(), rancherDeps} {
-			if inf != nil {
-				_, _ = inf.AddEventHandler(sc.Handler())
-			}
-		}
-		ac.OnClusterChange(sc.Handler())
-		provider.OnChange(sc.Changed)
-		fs.OnChannelChange(sc.Changed)
-		go func() {
-			if err := sc.Run(ctx); err != nil {
-				log.Error("the ElectionStatus is not kept", "error", err)
-			}
-		}()
+		startStatus(ctx, rc, cfg, log, statusSources{settings: mf.Management().V3().Setting(), fleetDeployments: af.Apps().V1().Deployment(),
+			configMaps: cf.Core().V1().ConfigMap(), rancher: rf.Apps().V1().Deployment(), rancherWatched: rancherDeps != nil,
+			provider: provider, channels: fs, agents: ac})
 	} else {
 		log.Warn("the ElectionStatus CRD electionstatuses.leasetune.io is not installed: leasetune's status is not published (the chart installs it; the Rancher UI page needs it)")
 	}
 	return ac.Run(ctx)
+}
+
+// rancherFactories are the factories of what the leader reads in the
+// Rancher namespace, each by name (a field selector keeps everything else
+// out of the caches): rancher-config, and the Rancher Deployment (its
+// CATTLE_ELECTION_* entries for the lock kube-system/cattle-controllers;
+// the version and replicas agentenv and the ElectionStatus read).
+func rancherFactories(rc *rest.Config, cfg Config) (*core.Factory, *apps.Factory, error) {
+	clients, err := lassoclient.NewSharedClientFactory(rc, &lassoclient.SharedClientFactoryOptions{Scheme: schemes.All})
+	if err != nil {
+		return nil, nil, err
+	}
+	byName := func(name string) *generic.FactoryOptions {
+		return &generic.FactoryOptions{SharedCacheFactory: lassocache.NewSharedCachedFactory(clients, &lassocache.SharedCacheFactoryOptions{
+			DefaultNamespace: cfg.RancherNamespace,
+			DefaultTweakList: func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+			},
+		})}
+	}
+	cf, err := core.NewFactoryFromConfigWithOptions(rc, byName(fleetsettings.RancherConfigName))
+	if err != nil {
+		return nil, nil, err
+	}
+	rf, err := apps.NewFactoryFromConfigWithOptions(rc, byName(rancherDeployment(cfg)))
+	if err != nil {
+		return nil, nil, err
+	}
+	return cf, rf, nil
+}
+
+// statusSources are the leader's controllers and caches the ElectionStatus
+// is computed from.
+type statusSources struct {
+	settings         mgmtv3.SettingController
+	fleetDeployments appscontrollers.DeploymentController
+	configMaps       corecontrollers.ConfigMapController
+	// rancher watches the Rancher Deployment by name; rancherWatched says
+	// whether its informer runs.
+	rancher        appscontrollers.DeploymentController
+	rancherWatched bool
+	provider       *settings.Provider
+	channels       *fleetsettings.Controller
+	agents         *agentenv.Controller
+}
+
+// startStatus starts the ElectionStatus controller
+// (pkg/controllers/electionstatus) on the leader, reading the caches and
+// the memory of the other components (it makes no read of its own but of
+// its object), recomputed when any of them changes; it stops with ctx.
+func startStatus(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger, src statusSources) {
+	sc := statuscontroller.New(statuscontroller.Options{
+		Client: dynamic.NewForConfigOrDie(rc), Log: log,
+		Compute: electionstatus.Options{RancherEnv: cfg.RancherEnv, EnvSet: func(d settings.Definition) bool {
+			_, set := cfg.lookupEnv()(d.EnvVar())
+			return set
+		}},
+		Sources: statuscontroller.Sources{
+			Settings: func() []v3.Setting {
+				l, _ := src.settings.Cache().List(labels.Everything())
+				out := make([]v3.Setting, 0, len(l))
+				for _, o := range l {
+					out = append(out, *o)
+				}
+				return out
+			},
+			Status:  src.provider.Status,
+			Channel: src.channels.Evidence,
+			FleetDeployments: func() []*appsv1.Deployment {
+				l, _ := src.fleetDeployments.Cache().List(cfg.FleetNamespace, labels.Everything())
+				return l
+			},
+			RancherConfig: func() *corev1.ConfigMap {
+				cm, _ := src.configMaps.Cache().Get(cfg.RancherNamespace, fleetsettings.RancherConfigName)
+				return cm
+			},
+			Rancher: func() *appsv1.Deployment {
+				if !src.rancherWatched {
+					return nil
+				}
+				d, _ := src.rancher.Cache().Get(cfg.RancherNamespace, rancherDeployment(cfg))
+				return d
+			},
+			Clusters: src.agents.Clusters,
+		},
+	})
+	informers := []cache.SharedIndexInformer{src.settings.Informer(), src.fleetDeployments.Informer(), src.configMaps.Informer()}
+	if src.rancherWatched {
+		informers = append(informers, src.rancher.Informer())
+	}
+	for _, inf := range informers {
+		_, _ = inf.AddEventHandler(sc.Handler())
+	}
+	src.agents.OnClusterChange(sc.Handler())
+	src.provider.OnChange(sc.Changed)
+	src.channels.OnChannelChange(sc.Changed)
+	go func() {
+		if err := sc.Run(ctx); err != nil {
+			log.Error("the ElectionStatus is not kept", "error", err)
+		}
+	}()
 }
 
 // settingCRDPoll is how often waitForSettingCRD looks for the Setting CRD.

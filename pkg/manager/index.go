@@ -30,7 +30,7 @@ func startIndex(ctx context.Context, rc *rest.Config, cs kubernetes.Interface) (
 	if err != nil {
 		return nil, err
 	}
-	ix := agentenv.NewIndex(dynamic.NewForConfigOrDie(rc), stream)
+	ix := agentenv.NewIndex(dynamic.NewForConfigOrDie(rc), stream) //nolint:contextcheck // client-go v0.28 list-watch functions take no context; the informer stops them with ctx (Start)
 	ix.Start(ctx)
 	return ix, nil
 }

@@ -55,7 +55,7 @@ func lead(ctx context.Context, lockClient kubernetes.Interface, cfg Config, log 
 		done    bool
 		compErr error
 	)
-	lostCtx, lost := context.WithCancel(context.Background())
+	lostCtx, lost := context.WithCancel(context.WithoutCancel(ctx))
 	defer lost()
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
@@ -107,12 +107,12 @@ func lead(ctx context.Context, lockClient kubernetes.Interface, cfg Config, log 
 		return err
 	}
 	ready.Store(true)
-	// runCtx is le.Run's, and not a child of ctx: le.Run releases the
+	// runCtx is le.Run's, and not cancelled with ctx (WithoutCancel): le.Run releases the
 	// Lease as soon as its context ends (renew, then release), so it must
 	// end only once the components have stopped, which the goroutine below
 	// waits for (a child of ctx ended with ctx, releasing the Lease while
 	// the components were still stopping).
-	runCtx, cancel := context.WithCancel(context.Background())
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	go func() {
 		select {

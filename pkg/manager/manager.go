@@ -29,12 +29,12 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 		return err
 	}
 	hs := newHealth()
-	stopServers, err := serve(cfg, hs, log)
+	stopServers, err := serve(ctx, cfg, hs, log)
 	if err != nil {
 		return err
 	}
 	defer stopServers()
-	stopUI, err := serveUI(cfg, hs, log) // the Rancher UI bundle, on every replica
+	stopUI, err := serveUI(ctx, cfg, hs, log) // the Rancher UI bundle, on every replica
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,7 @@ func startHTTPS(ctx context.Context, cfg Config, h http.Handler, getCert func(*t
 	go func() {
 		defer close(stopped)
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second) // ctx has ended
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
@@ -135,7 +135,7 @@ func startHTTPS(ctx context.Context, cfg Config, h http.Handler, getCert func(*t
 // serve starts the health and metrics servers; the returned function
 // stops them. A server that stops by itself (its listener failed) is
 // logged and makes /healthz fail, naming it.
-func serve(cfg Config, hs *health, log *slog.Logger) (func(), error) {
+func serve(ctx context.Context, cfg Config, hs *health, log *slog.Logger) (func(), error) {
 	var servers []*http.Server
 	start := func(what, addr string, h http.Handler) error {
 		if addr == "" {
@@ -162,8 +162,9 @@ func serve(cfg Config, hs *health, log *slog.Logger) (func(), error) {
 	metricsMux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
 	stop := func() {
 		for _, s := range servers {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = s.Shutdown(ctx)
+			// Stopped after ctx ended: a deadline of its own, ctx's values.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = s.Shutdown(sctx)
 			cancel()
 		}
 	}

@@ -34,7 +34,7 @@ func uiHandler(b *uiplugin.Bundle) http.Handler {
 // serveUI starts, on every replica, the plain-HTTP server of the UI
 // bundle at cfg.UI.Addr (nothing when empty). It returns a function that
 // stops it. Errors: the bundle is not built in, or Addr cannot be listened on.
-func serveUI(cfg Config, hs *health, log *slog.Logger) (func(), error) {
+func serveUI(ctx context.Context, cfg Config, hs *health, log *slog.Logger) (func(), error) {
 	if cfg.UI.Addr == "" {
 		return func() {}, nil
 	}
@@ -55,8 +55,9 @@ func serveUI(cfg Config, hs *health, log *slog.Logger) (func(), error) {
 	}()
 	log.Info("serving the Rancher UI extension", "addr", ln.Addr().String(), "path", b.PathPrefix(), "version", b.Version)
 	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Stopped after ctx ended: a deadline of its own, ctx's values.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = s.Shutdown(ctx)
+		_ = s.Shutdown(sctx)
 	}, nil
 }

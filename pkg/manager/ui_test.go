@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -30,7 +31,7 @@ func TestUIServerServesOnlyTheBundle(t *testing.T) {
 		}
 		return ln, err
 	}}
-	stop, err := serveUI(cfg, newHealth(), quiet)
+	stop, err := serveUI(context.Background(), cfg, newHealth(), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func Load(fsys fs.FS) (*Bundle, error) {
 		Version string `json:"version"`
 	}
 	if err := json.Unmarshal(b.Files["plugin/package.json"], &pkg); err != nil || pkg.Version != b.Version {
-		return nil, fmt.Errorf("UI bundle: plugin/package.json version %q is not the manifest's %q (%v)", pkg.Version, b.Version, err)
+		return nil, fmt.Errorf("UI bundle: plugin/package.json version %q is not the manifest's %q (%w)", pkg.Version, b.Version, err)
 	}
 	h := sha256.New()
 	h.Write(b.FilesTxt())

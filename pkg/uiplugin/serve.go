@@ -33,8 +33,8 @@ func Handler(b *Bundle) http.Handler {
 			return
 		}
 		var data []byte
-		switch {
-		case rel == "files.txt":
+		switch rel {
+		case "files.txt":
 			data = filesTxt
 		default:
 			d, found := b.Files[rel]

@@ -107,12 +107,12 @@ func parse(version string) (layout, error) {
 	}
 	minor, err := strconv.Atoi(parts[1])
 	if err != nil {
-		return 0, fmt.Errorf("fleetagent: version %q: %v", version, err)
+		return 0, fmt.Errorf("fleetagent: version %q: %w", version, err)
 	}
 	patch := 1 << 30 // "v0.10": the latest patch
 	if len(parts) == 3 {
 		if patch, err = strconv.Atoi(parts[2]); err != nil {
-			return 0, fmt.Errorf("fleetagent: version %q: %v", version, err)
+			return 0, fmt.Errorf("fleetagent: version %q: %w", version, err)
 		}
 	}
 	switch {

@@ -28,6 +28,8 @@ type applied struct {
 func (c *Controller) apply(ctx context.Context, st state, out outcome) (applied, error) {
 	rt := st.route
 	switch out.action {
+	case none:
+		return applied{}, nil
 	case writeStatus:
 		err := c.patchStatus(ctx, rt.TargetRef, out.status)
 		return applied{wrote: err == nil}, err

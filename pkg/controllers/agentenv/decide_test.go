@@ -27,8 +27,6 @@ var (
 	user     = e("HTTPS_PROXY", "http://proxy:3128")
 	fromRef  = map[string]interface{}{"name": "TOKEN", "valueFrom": map[string]interface{}{"secretKeyRef": map[string]interface{}{"name": "s", "key": "k"}}}
 	global   = election.Timings{LeaseDuration: 60e9, RenewDeadline: 50e9, RetryPeriod: 20e9}
-	noOver   [3]string
-	noSet    [3]bool
 	rec6050  = map[string]string{L: "1m0s", D: "50s", P: "20s"}
 	ours6050 = []map[string]interface{}{e(L, "1m0s"), e(D, "50s"), e(P, "20s")}
 )

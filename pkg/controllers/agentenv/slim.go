@@ -84,29 +84,6 @@ func (t *internTable) of(s string) string {
 	return s
 }
 
-// internJSON returns v (decoded JSON: maps, slices, strings, numbers,
-// bools) with its strings and map keys interned; maps and slices are
-// rebuilt, the rest kept.
-func internJSON(v interface{}) interface{} {
-	switch x := v.(type) {
-	case string:
-		return interned.of(x)
-	case []interface{}:
-		out := make([]interface{}, len(x))
-		for i, e := range x {
-			out[i] = internJSON(e)
-		}
-		return out
-	case map[string]interface{}:
-		out := make(map[string]interface{}, len(x))
-		for k, e := range x {
-			out[interned.of(k)] = internJSON(e)
-		}
-		return out
-	}
-	return v
-}
-
 // listPage is how many objects one page of an informer's initial list
 // holds.
 const listPage = 500

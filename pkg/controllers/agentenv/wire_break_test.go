@@ -178,7 +178,7 @@ func TestWireBreakServedBytesMatchWholeDecode(t *testing.T) {
 				t.Errorf("big %d: %s event differs:\n%s", big, want, diff)
 			}
 		}
-		if _, _, err := d.Decode(); err != io.EOF {
+		if _, _, err := d.Decode(); !errors.Is(err, io.EOF) {
 			t.Errorf("big %d: end: %v", big, err)
 		}
 	}

@@ -234,7 +234,7 @@ func TestWatchDecoder(t *testing.T) {
 	if se := apierrors.FromObject(o); !apierrors.IsResourceExpired(se) && !apierrors.IsGone(se) {
 		t.Errorf("error event %v is not the 410 the reflector relists on", se)
 	}
-	if _, _, err := d.Decode(); err != io.EOF {
+	if _, _, err := d.Decode(); !errors.Is(err, io.EOF) {
 		t.Errorf("end of stream: %v, want io.EOF", err)
 	}
 

@@ -98,7 +98,7 @@ func Register(ctx context.Context, opts Options) (*Controller, error) {
 			client: opts.Client.CoreV1(), namespace: opts.StateNamespace, override: opts.ChannelOverride,
 		},
 	}
-	if err := c.channelRecord.load(ctx); err != nil {
+	if err := c.load(ctx); err != nil {
 		return nil, err
 	}
 	if ch, ok := c.Channel(); ok {

@@ -2,6 +2,7 @@ package fleetsettings
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -67,11 +68,11 @@ func noneOf(m *yaml.Node, path ...string) bool {
 func MergeChartValues(doc string, ctrl election.Timings, ctrlOK bool, agent election.Timings, agentOK bool) (string, bool, error) {
 	dec := yaml.NewDecoder(strings.NewReader(doc))
 	var root yaml.Node
-	if err := dec.Decode(&root); err != nil && err != io.EOF {
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
 		return "", false, fmt.Errorf("%s: %s is not YAML: %w", RancherConfigName, RancherConfigKey, err)
 	}
 	var second yaml.Node
-	if err := dec.Decode(&second); err != io.EOF {
+	if err := dec.Decode(&second); !errors.Is(err, io.EOF) {
 		return "", false, fmt.Errorf("%s: %s holds more than one YAML document", RancherConfigName, RancherConfigKey)
 	}
 	if root.Kind == 0 {
@@ -130,7 +131,7 @@ func MergeChartValues(doc string, ctrl election.Timings, ctrlOK bool, agent elec
 	}
 	var check interface{}
 	if err := yaml.Unmarshal(buf.Bytes(), &check); err != nil {
-		return "", false, fmt.Errorf("%s: merging into %s would not give valid YAML (%v): left alone", RancherConfigName, RancherConfigKey, err)
+		return "", false, fmt.Errorf("%s: merging into %s would not give valid YAML (%w): left alone", RancherConfigName, RancherConfigKey, err)
 	}
 	return buf.String(), true, nil
 }

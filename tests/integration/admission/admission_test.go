@@ -176,7 +176,7 @@ func TestSettingsAPI(t *testing.T) {
 
 func TestWebhookDownBlocksOnlyOurSettings(t *testing.T) {
 	s := startServer(t, nil)
-	s.stop()
+	s.stop(t)
 	// Rancher's own settings never reach the webhook.
 	rancher := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Setting", "value": "https://rancher.example.com"}}
 	rancher.SetName("server-url")
@@ -244,7 +244,7 @@ func TestOverrideAnnotations(t *testing.T) {
 		t.Errorf("removing an override: %v", err)
 	}
 	// Fleet's own writes (no override change) never reach the webhook; with it down, nothing is blocked.
-	s.stop()
+	s.stop(t)
 	if err := annotate("30s"); err != nil {
 		t.Errorf("webhook down (failurePolicy Ignore) blocked a write: %v", err)
 	}

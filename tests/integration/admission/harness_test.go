@@ -58,7 +58,7 @@ func startServer(t *testing.T, env map[string]string) *server {
 			LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
-	t.Cleanup(s.stop)
+	t.Cleanup(func() { s.stop(t) })
 	framework.Eventually(t, "settings created", func() bool {
 		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) >= 6
@@ -78,10 +78,13 @@ func startServer(t *testing.T, env map[string]string) *server {
 	return s
 }
 
-func (s *server) stop() {
+// stop stops the server and fails t if it ended with an error.
+func (s *server) stop(t testing.TB) {
 	if s.cancel != nil {
 		s.cancel()
-		<-s.done
+		if err := <-s.done; err != nil {
+			t.Errorf("the server after cancel: %v", err)
+		}
 		s.cancel = nil
 	}
 }

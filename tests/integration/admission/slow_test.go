@@ -83,7 +83,12 @@ func TestAdmissionWhileTheAPIServerIsSlow(t *testing.T) {
 			ServiceAccount: "system:serviceaccount:" + ns + ":leasetune",
 		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager.Run after cancel: %v", err)
+		}
+	})
 	framework.Eventually(t, "settings created", func() bool {
 		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) >= 6

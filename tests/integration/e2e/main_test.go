@@ -40,7 +40,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	binary = filepath.Join(dir, "leasetune")
 	build := exec.Command("go", "build", "-o", binary, "./cmd/leasetune")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
@@ -56,7 +56,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer c.Stop()
+	defer func() { _ = c.Stop() }()
 	cp = c
 	if kubeconfig, err = c.Kubeconfig(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)

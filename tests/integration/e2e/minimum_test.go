@@ -375,8 +375,8 @@ func TestFleetUpgradeV012ToV014WritesTheMinimum(t *testing.T) {
 		d = d.DeepCopy()
 		d.Namespace = e.fleetNS
 		cur, err := cp.Client.AppsV1().Deployments(e.fleetNS).Get(context.Background(), d.Name, metav1.GetOptions{})
-		switch {
-		case err == nil:
+		switch err {
+		case nil:
 			d.ResourceVersion = cur.ResourceVersion
 			d, err = cp.Client.AppsV1().Deployments(e.fleetNS).Update(context.Background(), d, metav1.UpdateOptions{FieldManager: "helm"})
 		default:

@@ -73,7 +73,12 @@ func start(t *testing.T) *installation {
 			Timings: manager.DefaultTimings, LookupEnv: func(string) (string, bool) { return "", false },
 		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager.Run after cancel: %v", err)
+		}
+	})
 	framework.Eventually(t, "the ElectionStatus published", func() bool { return in.status(t) != nil })
 	return in
 }

@@ -121,7 +121,12 @@ func TestAtRestOnlyItsLease(t *testing.T) {
 			RancherEnv: true, UI: manager.UIConfig{Addr: framework.FreeAddr(t)},
 		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager.Run after cancel: %v", err)
+		}
+	})
 
 	settingsRes := dyn.Resource(agentenv.ManagementClusterGVR.GroupVersion().WithResource("settings"))
 	framework.Eventually(t, "settings created", func() bool {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -92,7 +93,7 @@ func RenderChartAPIs(t testing.TB, apiVersions []string, set ...string) [][]byte
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	for {
 		d, err := r.Read()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return docs
 		}
 		if err != nil {

@@ -13,6 +13,7 @@ package framework
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -179,7 +180,7 @@ func MainWithAuditLog(m *testing.M, cp **ControlPlane, auditLog *string, opts Op
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	*auditLog = filepath.Join(dir, "audit.log")
 	opts.AuditLog = *auditLog
 	return Main(m, cp, opts)
@@ -243,7 +244,7 @@ func FleetDeployments(t testing.TB, version string) []*appsv1.Deployment {
 	var out []*appsv1.Deployment
 	for {
 		var d appsv1.Deployment
-		if err := dec.Decode(&d); err == io.EOF {
+		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			t.Fatalf("%s: %v", path, err)

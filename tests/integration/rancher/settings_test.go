@@ -46,7 +46,12 @@ func TestRancherStartDeletesTheSettings(t *testing.T) {
 			Settle: time.Second,
 		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager.Run after cancel: %v", err)
+		}
+	})
 
 	value := func(name string) string {
 		u, err := dyn.Resource(settingsGVR).Get(ctx, name, metav1.GetOptions{})

@@ -106,7 +106,7 @@ func helmErr(kc, ns string, args ...string) error {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		return fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, out.String())
 	}
 	return nil
 }

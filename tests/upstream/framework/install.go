@@ -336,7 +336,7 @@ func Start(opts Options) (_ *Installation, err error) {
 // what the double could not do when it does not come up.
 func (in *Installation) waitRunning(ctx context.Context, ns, name string) error {
 	if err := in.Kubelet.WaitRunning(ctx, ns, name); err != nil {
-		return fmt.Errorf("%s/%s not running: %v\nkubelet double: %s\ncrashes: %s\n%s", ns, name, err,
+		return fmt.Errorf("%s/%s not running: %w\nkubelet double: %s\ncrashes: %s\n%s", ns, name, err,
 			strings.Join(in.Kubelet.Errors(), "\n"), strings.Join(in.Kubelet.Crashes(), "\n"), in.Logs(ns, name, 40))
 	}
 	return nil

@@ -177,7 +177,7 @@ func RancherRunner(b Binaries, s RancherServer) Runner {
 			case 6666:
 				return "127.0.0.1:6666", nil
 			}
-			return "", fmt.Errorf("Rancher has no port %d", port)
+			return "", fmt.Errorf("rancher has no port %d", port)
 		},
 		Grace:    30 * time.Second,
 		Recreate: true, // :6666 and the server URL's ports are the machine's

@@ -35,7 +35,7 @@ func Test07DoubleAgrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cp.Stop()
+	defer func() { _ = cp.Stop() }()
 	for _, ns := range []string{"fleet-default", "fleet-local"} {
 		if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
