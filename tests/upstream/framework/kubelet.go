@@ -390,6 +390,13 @@ func (k *Kubelet) next(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return true
 		}
+		if apierrors.IsNotFound(err) {
+			// Deleted while synced (Fleet deletes and remakes the local
+			// agent's Deployment while it bootstraps): the informer's
+			// delete event syncs the key again and stops its pods.
+			k.queue.Forget(key)
+			return true
+		}
 		msg := fmt.Sprintf("%s %s: %v", time.Now().Format(time.TimeOnly), key, err)
 		fmt.Fprintln(os.Stderr, "kubelet double: "+msg)
 		k.mu.Lock()
