@@ -81,10 +81,10 @@ test-upstream: ## the suite beside the real Rancher and Fleet (builds them first
 # `go build` needs no Node). verify-ui rebuilds it from source and fails when
 # the committed copy differs; the build is reproducible, so it only differs
 # when the sources changed without `make ui`.
-ui: ## npm ci in ui/ and build the UI extension into pkg/uiplugin/bundle (commit it)
+ui: ## npm ci in ui/ and build the UI extension into pkg/uiplugin/bundle, and charts/leasetune/uiplugin.json from it (commit both)
 	scripts/ui.sh ci && scripts/ui.sh build
 
-verify-ui: ## fail if pkg/uiplugin/bundle is not what ui/ builds to
+verify-ui: ## fail if pkg/uiplugin/bundle (or charts/leasetune/uiplugin.json) is not what ui/ builds to
 	scripts/ui.sh verify
 
 test-ui: ## the UI's jest tests: the golden validation cases and the page's components
@@ -103,11 +103,13 @@ verify-generated: ## fail if the committed generated code differs from what gene
 HELM_TEMPLATE_FLAGS := --namespace leasetune-system --kube-version 1.30.0
 # (the chart needs 1.28+: the webhook's matchConditions)
 
-chart-lint: ## helm lint and helm template of charts/leasetune (helm built from tools/helm)
+chart-lint: ## helm lint and helm template of charts/leasetune (helm built from tools/helm); the UIPlugin only where its API is served
 	helm="$$(scripts/helm.sh)" && "$$helm" lint --strict charts/leasetune && \
 	  "$$helm" lint --strict charts/leasetune --set installCRDs=false,replicaCount=1,podDisruptionBudget.enabled=false && \
 	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) >/dev/null && \
-	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^kind: PodDisruptionBudget'
+	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^kind: PodDisruptionBudget' && \
+	  ! "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^kind: UIPlugin' && \
+	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --api-versions catalog.cattle.io/v1/UIPlugin | grep -q '^kind: UIPlugin'
 
 lint: verify-generated verify-ui chart-lint ## gofmt, go vet, go.mod tidiness, generated code current, the embedded UI bundle current, chart
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -18,7 +18,11 @@ shell_version="$(node -p "require('$app/package.json').dependencies['@rancher/sh
 out="$cache/dashboard-shell-$shell_version"
 index="$out/ui-dashboard/dashboard/index.html"
 log() { echo "dashboard: $*" >&2; }
-if [[ -f "$index" && "$index" -nt "$app/package-lock.json" && "$index" -nt "$app/vue.config.js" ]]; then echo "$out"; exit 0; fi
+# The build is current when it was made from these exact inputs (their
+# hash, not their times: a fresh clone's files are all new).
+inputs="$(cat "$app/"{package.json,package-lock.json,vue.config.js,babel.config.js} | sha256sum | cut -d' ' -f1)"
+stamp="$out/ui-dashboard/.leasetune-inputs-sha256"
+if [[ -f "$index" && "$(cat "$stamp" 2>/dev/null)" == "$inputs" ]]; then echo "$out"; exit 0; fi
 if [[ "${1:-}" == "--check" ]]; then log "not built: $index"; exit 1; fi
 export CYPRESS_INSTALL_BINARY=0 PUPPETEER_SKIP_DOWNLOAD=1 PUPPETEER_SKIP_CHROMIUM_DOWNLOAD=1
 export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
@@ -40,6 +44,7 @@ rm -rf "$out/ui-dashboard.tmp"
   OUTPUT_DIR="$out/ui-dashboard.tmp/dashboard" ./node_modules/.bin/vue-cli-service build) > "$out/build.log" 2>&1 || {
   log "failed after $((SECONDS - start))s; the last lines of $out/build.log:"; tail -n 30 "$out/build.log" >&2; exit 1; }
 ln -s dashboard/index.html "$out/ui-dashboard.tmp/index.html"
+echo "$inputs" > "$out/ui-dashboard.tmp/.leasetune-inputs-sha256"
 rm -rf "$out/ui-dashboard"; mv "$out/ui-dashboard.tmp" "$out/ui-dashboard"
 log "built in $((SECONDS - start))s"
 echo "$out"

@@ -4,11 +4,13 @@
 #                          exactly ui/package-lock.json (a stamp of its hash)
 #   scripts/ui.sh ci       npm ci in ui/ (always)
 #   scripts/ui.sh build    the extension into pkg/uiplugin/bundle (embedded in
-#                          the binary and committed)
+#                          the binary and committed), then what the chart's
+#                          UIPlugin takes from it into charts/leasetune/uiplugin.json
+#                          (go run ./hack/uiplugin)
 #   scripts/ui.sh verify   build into a temporary folder and fail when
-#                          pkg/uiplugin/bundle differs (stale or hand-edited),
-#                          or when a bundle holds what the page must never do
-#                          (forbidden, below)
+#                          pkg/uiplugin/bundle or charts/leasetune/uiplugin.json
+#                          differs (stale or hand-edited), or when a bundle holds
+#                          what the page must never do (forbidden, below)
 #   scripts/ui.sh test     the jest tests (golden cases and components)
 # Needs Node 20+ and npm. No binary is downloaded: Cypress's and Puppeteer's
 # browser downloads are switched off (the browser test uses Debian's chromium).
@@ -79,6 +81,7 @@ case "${1:-}" in
     forbidden "$tmp/bundle"
     rm -rf ../pkg/uiplugin/bundle
     cp -r "$tmp/bundle" ../pkg/uiplugin/bundle
+    (cd .. && "${GO:-go}" run ./hack/uiplugin)
     ;;
   verify)
     deps
@@ -92,7 +95,12 @@ case "${1:-}" in
       echo "ui: pkg/uiplugin/bundle is not what ui/ builds to: run make ui and commit pkg/uiplugin/bundle" >&2
       exit 1
     fi
-    echo "ui: pkg/uiplugin/bundle is current"
+    (cd .. && "${GO:-go}" run ./hack/uiplugin -bundle "$tmp/bundle" -o "$tmp/uiplugin.json")
+    if ! diff ../charts/leasetune/uiplugin.json "$tmp/uiplugin.json"; then
+      echo "ui: charts/leasetune/uiplugin.json is not what the bundle says: run make ui (or go run ./hack/uiplugin) and commit it" >&2
+      exit 1
+    fi
+    echo "ui: pkg/uiplugin/bundle and charts/leasetune/uiplugin.json are current"
     ;;
   test)
     deps

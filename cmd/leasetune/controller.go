@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -13,10 +12,8 @@ import (
 
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
-	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
-	"leasetune.io/leasetune/pkg/uiapi"
 )
 
 // kubeFlags are the flags every command that talks to a cluster shares.
@@ -72,7 +69,6 @@ type controllerOptions struct {
 	logFormat, logLevel string
 	noLeaderElection    bool
 	serviceAccount      string
-	uiUpstream          string
 
 	log *slog.Logger // from logFormat and logLevel (Complete)
 }
@@ -123,11 +119,7 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.StringSliceVar(&cfg.WebhookHosts, "webhook-host", nil, "more DNS names or IPs for the serving certificate (repeatable)")
 	f.StringVar(&cfg.WebhookConfigName, "webhook-config", "leasetune", "the ValidatingWebhookConfiguration whose caBundle leasetune keeps current")
 	f.StringVar(&o.serviceAccount, "service-account", "leasetune", "leasetune's own service account (in --namespace), whose writes the webhook never refuses")
-	f.StringVar(&cfg.UI.Addr, "ui-addr", "", "plain-HTTP address serving the Rancher UI extension's bundle at /uiplugin/leasetune/<version>/, where Rancher fetches it (empty: off; the chart sets :8082)")
-	f.BoolVar(&cfg.UI.Plugin, "ui-plugin", true, "with --ui-addr, keep the UIPlugin cattle-ui-plugin-system/leasetune pointing at it while the UIPlugin CRD exists (a Rancher installation)")
-	f.StringVar(&cfg.UI.Endpoint, "ui-endpoint", "", "the base URL Rancher reaches --ui-addr at (default http://<--ui-service>.<--namespace>.svc)")
-	f.StringVar(&cfg.UI.Service, "ui-service", "leasetune-ui", "the Service in front of --ui-addr, for the default --ui-endpoint")
-	f.StringVar(&o.uiUpstream, "ui-api-upstream", "", "where the UI page's API uses a token that comes through Rancher's proxy (X-Leasetune-Token): a Rancher token, so Rancher's local-cluster API, e.g. http://rancher.cattle-system.svc/k8s/clusters/local (empty: the kube-apiserver)")
+	f.StringVar(&cfg.UI.Addr, "ui-addr", "", "plain-HTTP address serving the Rancher UI extension's bundle at /uiplugin/leasetune/<version>/ and nothing else, where Rancher fetches it (empty: off; the chart sets :8082, and its UIPlugin points there)")
 	f.StringVar(&o.logFormat, "log-format", "json", "json or text")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 }
@@ -165,17 +157,8 @@ func (o *controllerOptions) Complete(_ *cobra.Command, _ []string) error {
 	return nil
 }
 
-// Validate checks --ui-api-upstream: empty, or an http or https URL.
-func (o *controllerOptions) Validate() error {
-	if o.uiUpstream == "" {
-		return nil
-	}
-	u, err := url.Parse(o.uiUpstream)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--ui-api-upstream %q: want an http or https URL such as http://rancher.cattle-system.svc/k8s/clusters/local", o.uiUpstream)
-	}
-	return nil
-}
+// Validate accepts what Complete parsed: its checks are there.
+func (o *controllerOptions) Validate() error { return nil }
 
 // Run runs manager.Run until ctx ends (exit 0) or it fails (logged, exit
 // 1).
@@ -185,7 +168,6 @@ func (o *controllerOptions) Run(ctx context.Context) error {
 		return err
 	}
 	cfg := o.cfg
-	cfg.UI.API = newUIAPI(rc, cfg, o.uiUpstream)
 	o.log.Info("starting", "namespace", cfg.Namespace, "fleetNamespace", cfg.FleetNamespace,
 		"identity", cfg.Identity, "leaderElection", cfg.LeaderElection)
 	if err := manager.Run(ctx, rc, cfg, o.log); err != nil {
@@ -205,20 +187,4 @@ func parseRancherVersion(s string) (rancher.Version, error) {
 		return v, &usageError{fmt.Errorf("--rancher-version %q: want auto or a release version such as v2.11.3", s)}
 	}
 	return v, nil
-}
-
-// newUIAPI is the Rancher UI page's API (pkg/uiapi) for `controller`: it
-// acts with each caller's token against rc's kube-apiserver, or, for a
-// token that came through Rancher's proxy, against upstream (a URL that
-// Validate accepted; empty: rc's). Env-sourced settings are read-only as
-// the webhook treats them.
-func newUIAPI(rc *rest.Config, cfg manager.Config, upstream string) *uiapi.Server {
-	s := &uiapi.Server{Base: rc, Plan: plan.Options{
-		Namespace: cfg.Namespace, FleetNamespace: cfg.FleetNamespace, RancherNamespace: cfg.RancherNamespace,
-		ChannelOverride: cfg.ChannelOverride, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
-	}, EnvSet: func(d settings.Definition) bool { _, ok := os.LookupEnv(d.EnvVar()); return ok }}
-	if upstream != "" {
-		s.Upstream = &rest.Config{Host: upstream}
-	}
-	return s
 }

@@ -76,7 +76,8 @@ func TestExitCodes(t *testing.T) {
 		{"plan: an argument", []string{"plan", "extra"}, 2, []string{`unknown command "extra"`, "Run 'leasetune --help' for usage."}},
 		{"an unknown command", []string{"planx"}, 2, []string{`unknown command "planx"`, "Run 'leasetune --help' for usage."}},
 		{"controller: a bad log format", []string{"controller", "--log-format", "yaml"}, 2, []string{`--log-format "yaml"`, "Usage:"}},
-		{"controller: a bad upstream", []string{"controller", "--ui-api-upstream", "ftp://x", "--log-format", "text"}, 2, []string{"--ui-api-upstream", "Usage:"}},
+		// The page's API and its token path are gone (issue 25): so is their flag.
+		{"controller: the removed --ui-api-upstream", []string{"controller", "--ui-api-upstream", "http://x", "--log-format", "text"}, 2, []string{"unknown flag: --ui-api-upstream", "Usage:"}},
 		{"recommend: no target", []string{"recommend"}, 2, []string{"flag --max-failover is required", "Usage:"}},
 	}
 	for _, c := range cases {

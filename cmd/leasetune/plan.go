@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +13,6 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/pkg/rancher"
-	"leasetune.io/leasetune/pkg/uiplugin"
 )
 
 // planFlags are the flags plan and cleanup share with controller.
@@ -156,8 +154,10 @@ func newCleanupCommand() *cobra.Command {
 		Short: "Remove the cluster agent env entries and the state leasetune wrote (lists first; --yes to do it)",
 		Long: `Remove what leasetune wrote to the downstream clusters (the CATTLE_ELECTION_*
 entries its record shows, and its annotations), its state ConfigMaps, its
-webhook Secret, its Lease and its UIPlugin. Without --yes it only lists them.
-Stop the controller first (uninstall the chart), or it writes them again. The
+webhook Secret and its Lease. Without --yes it only lists them.
+Stop the controller first (uninstall the chart), or it writes them again; the
+chart's own objects (the UIPlugin of the Rancher UI extension among them) go
+with helm uninstall. The
 Fleet Deployments, rancher-config and the Rancher Deployment keep their values:
 see the listing.`,
 		Args: cobra.NoArgs,
@@ -190,7 +190,7 @@ func (o *cleanupOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c, err := r.Cleanup(ctx, cs, o.pf.opts)
+	c, err := r.Cleanup(ctx, cs, dyn, o.pf.opts)
 	if err != nil {
 		return err
 	}
@@ -200,25 +200,15 @@ func (o *cleanupOptions) Run(ctx context.Context) error {
 			return &exitError{code: exitFailed}
 		}
 	}
-	// The Rancher UI extension's UIPlugin (pkg/uiplugin), when it is leasetune's.
-	ui, err := uiplugin.Find(ctx, dyn, uiplugin.Name)
-	if err != nil {
-		return err
-	}
 	if !o.yes {
 		c.Print(o.out, false)
-		printUIPlugin(o.out, ui, false)
 		fmt.Fprintln(o.out, "\nNothing was removed: run again with --yes to remove the above.")
 		return nil
 	}
 	if err := c.Apply(ctx, cs, dyn, o.pf.opts); err != nil {
 		return err
 	}
-	if err := uiplugin.Remove(ctx, dyn, ui, uiplugin.Name); err != nil {
-		return err
-	}
 	c.Print(o.out, true)
-	printUIPlugin(o.out, ui, true)
 	return nil
 }
 
@@ -234,18 +224,4 @@ func leaseHeld(ctx context.Context, cs kubernetes.Interface, ns string) (string,
 	}
 	expires := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
 	return *l.Spec.HolderIdentity, time.Now().Before(expires)
-}
-
-// printUIPlugin says what cleanup does with the UIPlugin it found (nil:
-// none there, or no Rancher): Rancher then drops the extension from its UI.
-func printUIPlugin(w io.Writer, f *uiplugin.Found, done bool) {
-	switch {
-	case f == nil:
-	case !f.Ours:
-		fmt.Fprintf(w, "left alone: %s is not leasetune's (no label %s=%s)\n", f.Ref, uiplugin.ManagedByLabel, uiplugin.ManagedByValue)
-	case done:
-		fmt.Fprintf(w, "%s: was deleted (Rancher's UI no longer loads the Leader election page)\n", f.Ref)
-	default:
-		fmt.Fprintf(w, "%s: would be deleted (Rancher's UI then no longer loads the Leader election page)\n", f.Ref)
-	}
 }

@@ -1,14 +1,5 @@
 package electionstatus
 
-// The ElectionStatus custom resource (leasetune.io/v1alpha1, cluster
-// scoped, one object named Name) publishes what only leasetune's leader
-// knows, for the Rancher UI page and for anyone with `kubectl get`: its
-// CRD is pkg/crds/electionstatus.yaml. Its spec is empty; its status
-// subresource holds a Status, written by the leader only when it changes.
-//
-// Durations are strings in Go's syntax ("30s", "1m0s"), as the Settings
-// hold them.
-
 const (
 	// APIGroup, Version, Kind and Resource name the API.
 	APIGroup = "leasetune.io"

@@ -1,6 +1,6 @@
-// Package httpapi holds what the project's HTTP APIs (pkg/settingsapi's
-// /v3/settings and pkg/uiapi's /leasetune/v1) answer alike: errors in
-// Rancher's error shape.
+// Package httpapi holds how the project's HTTP API (pkg/settingsapi's
+// /v3/settings, Rancher-compatible) answers errors: in Rancher's error
+// shape.
 package httpapi
 
 import (

@@ -193,7 +193,6 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 		}
 	}
 	ready.Store(true)
-	runUIPlugin(ctx, rc, cfg, log) // the UIPlugin, while its CRD exists (Rancher)
 
 	// agentenv needs the fleet Cluster kind; wait for Fleet's CRDs.
 	var rancher bool

@@ -82,12 +82,11 @@ type Config struct {
 	// LookupEnv reads the settings' env overrides; os.LookupEnv when nil.
 	LookupEnv func(string) (string, bool)
 
-	// UI configures the Rancher UI extension: its bundle server, its
-	// UIPlugin and the page's API (ui.go).
+	// UI configures the Rancher UI extension's bundle server (ui.go).
 	UI UIConfig
 
 	// Listen opens the socket of each server (HealthAddr, MetricsAddr,
-	// WebhookAddr; network "tcp"); net.Listen when nil. Tests pass one that
+	// WebhookAddr, UI.Addr; network "tcp"); net.Listen when nil. Tests pass one that
 	// keeps the listeners, to close one and see /healthz report that server
 	// stopped.
 	Listen func(network, addr string) (net.Listener, error)

@@ -48,9 +48,8 @@ func serveTLS(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg
 	return startHTTPS(ctx, cfg, webhookHandler(rc, cs, cfg, log, judge), cert.get, log, hs)
 }
 
-// webhookHandler serves the admission webhook (pkg/admission), the
-// /v3/settings API (pkg/settingsapi) and, when configured, the Rancher UI
-// page's API (pkg/uiapi).
+// webhookHandler serves the admission webhook (pkg/admission) and the
+// /v3/settings API (pkg/settingsapi).
 func webhookHandler(rc *rest.Config, cs kubernetes.Interface, cfg Config, log *slog.Logger, judge AgentJudge) http.Handler {
 	settingsRes := dynamic.NewForConfigOrDie(rc).Resource(v3.SchemeGroupVersion.WithResource("settings"))
 	source := func(ctx context.Context) ([]v3.Setting, map[string]string, error) {
@@ -103,9 +102,6 @@ func webhookHandler(rc *rest.Config, cs kubernetes.Interface, cfg Config, log *s
 	}
 	(&admission.Webhook{Source: source, Channel: channel, JudgeAgentTriple: judge, EnvSet: envSet, ServiceAccount: cfg.ServiceAccount, Log: log}).Register(mux)
 	(&settingsapi.Server{Base: rc, Log: log}).Register(mux)
-	if cfg.UI.API != nil {
-		cfg.UI.API.Register(mux) // the Rancher UI page's data (pkg/uiapi)
-	}
 	return mux
 }
 

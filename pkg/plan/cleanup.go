@@ -17,6 +17,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/manager"
@@ -101,7 +102,7 @@ var ownObjects = []struct{ kind, name string }{
 // of the project's annotations there are Rancher's): they lose the entries
 // when their source does. An object where removing the project's entries
 // would leave a partial triple is left alone.
-func (r *Report) Cleanup(ctx context.Context, cs kubernetes.Interface, opts Options) (*Cleanup, error) {
+func (r *Report) Cleanup(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Cleanup, error) {
 	c := &Cleanup{}
 	provBy := r.snap.ProvisioningByClusterName()
 	for _, o := range clusterObjects(r.snap) {
@@ -139,8 +140,20 @@ func (r *Report) Cleanup(ctx context.Context, cs kubernetes.Interface, opts Opti
 			return nil, err
 		}
 	}
+	// The ElectionStatus the leader keeps (cluster scoped; its CRD stays,
+	// as Helm leaves the CRDs it installed).
+	if u, err := dyn.Resource(electionStatusGVR).Get(ctx, electionstatus.Name, metav1.GetOptions{}); err == nil {
+		if u.GetLabels()["app.kubernetes.io/managed-by"] == "leasetune" {
+			c.Own = append(c.Own, electionstatus.Kind+" "+electionstatus.Name)
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
 	return c, nil
 }
+
+// electionStatusGVR is the ElectionStatus resource.
+var electionStatusGVR = schema.GroupVersionResource{Group: electionstatus.APIGroup, Version: electionstatus.Version, Resource: electionstatus.Resource}
 
 // Print lists the cleanup; done says whether it has been applied. Each
 // object names only the project's annotations it carries.
@@ -229,6 +242,14 @@ func (c *Cleanup) Apply(ctx context.Context, cs kubernetes.Interface, dyn dynami
 		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete %s %s/%s: %w", oo.kind, opts.Namespace, oo.name, err)
+		}
+	}
+	for _, o := range c.Own {
+		if o != electionstatus.Kind+" "+electionstatus.Name {
+			continue
+		}
+		if err := dyn.Resource(electionStatusGVR).Delete(ctx, electionstatus.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete %s %s: %w", electionstatus.Kind, electionstatus.Name, err)
 		}
 	}
 	return nil

@@ -1,14 +1,15 @@
 package uiplugin
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func testBundle(t *testing.T) *Bundle {
@@ -79,30 +80,50 @@ func TestHandlerServesRanchersLayout(t *testing.T) {
 	}
 }
 
-func TestDiffersOnOwnedFieldsOnly(t *testing.T) {
+// TestChartFileCurrent fails when charts/leasetune/uiplugin.json, which
+// the chart's UIPlugin is rendered from, is not what the embedded bundle
+// says (its version, its package.json's rancher annotations, its hash):
+// the chart would then point Rancher at a version this binary does not
+// serve, or claim other Rancher versions than the bundle does.
+func TestChartFileCurrent(t *testing.T) {
+	b, err := Embedded()
+	if err != nil {
+		t.Fatalf("the embedded bundle: %v (run make ui)", err)
+	}
+	want, err := EncodeChart(b.Chart())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "..", ChartFile)
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%s: %v (run go run ./hack/uiplugin)", path, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s is not what the embedded bundle says: run `go run ./hack/uiplugin` (make ui does) from the repository root and commit it\nhave:\n%s\nwant:\n%s", ChartFile, got, want)
+	}
+}
+
+// TestChartCarriesTheBundle: the chart's metadata are the package.json's
+// rancher annotations and the bundle's hash, and its name and version are
+// the bundle's.
+func TestChartCarriesTheBundle(t *testing.T) {
 	b := testBundle(t)
-	want := Desired(b, "http://x/uiplugin/leasetune/0.1.0", map[string]string{APIProxyKey: "/p"})
-	if _, d := Differs(nil, want); !d {
-		t.Error("absent does not differ")
+	c := b.Chart()
+	if c.Name != "leasetune" || c.Version != "0.1.0" {
+		t.Errorf("name %q version %q", c.Name, c.Version)
 	}
-	live := want.DeepCopy()
-	if f, d := Differs(live, want); d {
-		t.Errorf("itself differs at %s", f)
+	want := map[string]string{"catalog.cattle.io/ui-extensions-version": ">= 3.0.0 < 4.0.0", BundleHashKey: b.SHA256}
+	if len(c.Metadata) != len(want) {
+		t.Errorf("metadata %v, want %v", c.Metadata, want)
 	}
-	// What others own may change: status, another label, another metadata key, noCache.
-	_ = unstructured.SetNestedField(live.Object, "cached", "status", "cacheState")
-	_ = unstructured.SetNestedField(live.Object, true, "spec", "plugin", "noCache")
-	_ = unstructured.SetNestedField(live.Object, "v", "spec", "plugin", "metadata", "other")
-	live.SetLabels(map[string]string{ManagedByLabel: ManagedByValue, "app.kubernetes.io/name": "leasetune", "x": "y"})
-	if f, d := Differs(live, want); d {
-		t.Errorf("others' fields count: %s", f)
-	}
-	for field, path := range map[string][]string{"spec.plugin.endpoint": {"spec", "plugin", "endpoint"}, "spec.plugin.version": {"spec", "plugin", "version"},
-		"spec.plugin.metadata." + BundleHashKey: {"spec", "plugin", "metadata", BundleHashKey}} {
-		l := want.DeepCopy()
-		_ = unstructured.SetNestedField(l.Object, "changed", path...)
-		if f, d := Differs(l, want); !d || f != field {
-			t.Errorf("%s changed: %q %v", field, f, d)
+	for k, v := range want {
+		if c.Metadata[k] != v {
+			t.Errorf("metadata %s = %q, want %q", k, c.Metadata[k], v)
 		}
+	}
+	data, err := EncodeChart(c)
+	if err != nil || !bytes.HasSuffix(data, []byte("}\n")) || bytes.Contains(data, []byte(`\u003e`)) {
+		t.Errorf("encoded: %v %s", err, data)
 	}
 }

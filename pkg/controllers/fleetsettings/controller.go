@@ -26,12 +26,6 @@ import (
 	"leasetune.io/leasetune/pkg/settings"
 )
 
-// FieldManager is fieldmanager.Leasetune, the field manager of every write
-// this controller makes.
-//
-// Deprecated: use fieldmanager.Leasetune; kept while pkg/uiapi still names it.
-const FieldManager = fieldmanager.Leasetune
-
 // Options configures Register.
 type Options struct {
 	// Namespace is the Fleet system namespace (cattle-fleet-system).

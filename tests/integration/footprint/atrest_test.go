@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,7 +21,6 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/settings"
-	"leasetune.io/leasetune/pkg/uiplugin"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
@@ -84,7 +81,7 @@ func logSize(t *testing.T) int64 {
 
 // TestAtRestOnlyItsLease: the whole controller (leader election, webhook
 // server, the controllers, the agent judgement index, the UI extension's
-// server and UIPlugin, the Rancher Deployment's env) beside a Fleet
+// bundle server, the Rancher Deployment's env) beside a Fleet
 // v0.14.10 installation with clusters, converged, sends the kube-apiserver
 // nothing but its own Lease's get and update for restWindow: everything else
 // is watched, not polled (README, "Its own footprint").
@@ -108,10 +105,6 @@ func TestAtRestOnlyItsLease(t *testing.T) {
 			_ = dyn.Resource(agentenv.FleetClusterGVR).Namespace(clusterNS).Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
 	}
-	cp.InstallUIPluginCRD(t)
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: uiplugin.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 	addr := "127.0.0.1:0"
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -123,9 +116,9 @@ func TestAtRestOnlyItsLease(t *testing.T) {
 			WebhookAddr: addr, WebhookService: "leasetune-webhook", WebhookHosts: []string{"127.0.0.1"},
 			WebhookConfigName: "leasetune", ServiceAccount: "system:serviceaccount:" + ns + ":leasetune",
 			// As the chart runs it: the Rancher Deployment's env kept (its
-			// Deployment watched by name) and the UI extension served, its
-			// UIPlugin kept (the UIPlugin CRD and the UIPlugin watched by name).
-			RancherEnv: true, UI: manager.UIConfig{Addr: framework.FreeAddr(t), Plugin: true},
+			// Deployment watched by name) and the UI extension's bundle
+			// served (its UIPlugin is the chart's, not the process's).
+			RancherEnv: true, UI: manager.UIConfig{Addr: framework.FreeAddr(t)},
 		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -149,10 +142,6 @@ func TestAtRestOnlyItsLease(t *testing.T) {
 			}
 		}
 		return false
-	})
-	framework.Eventually(t, "the UIPlugin in place", func() bool {
-		_, err := dyn.Resource(uiplugin.UIPluginGVR).Namespace(uiplugin.Namespace).Get(ctx, "leasetune", metav1.GetOptions{})
-		return err == nil
 	})
 	// The ElectionStatus, kept by the leader, shows the change too; at rest
 	// it is not written (a status write would show below).

@@ -53,6 +53,19 @@ func HelmPath() (string, error) {
 // template (Kubernetes 1.30) with the given --set values.
 func RenderChart(t testing.TB, set ...string) [][]byte {
 	t.Helper()
+	return RenderChartAPIs(t, nil, set...)
+}
+
+// UIPluginAPIVersion is what helm template is told is served
+// (--api-versions) for the chart to render its UIPlugin, as helm install
+// finds where Rancher runs.
+const UIPluginAPIVersion = "catalog.cattle.io/v1/UIPlugin"
+
+// RenderChartAPIs is RenderChart with more API versions the chart may
+// look for (.Capabilities.APIVersions; helm template's --api-versions),
+// such as UIPluginAPIVersion.
+func RenderChartAPIs(t testing.TB, apiVersions []string, set ...string) [][]byte {
+	t.Helper()
 	helm, err := HelmPath()
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +75,9 @@ func RenderChart(t testing.TB, set ...string) [][]byte {
 		t.Fatal(err)
 	}
 	args := []string{"template", "leasetune", filepath.Join(root, "charts", "leasetune"), "--kube-version", "1.30.0"}
+	for _, v := range apiVersions {
+		args = append(args, "--api-versions", v)
+	}
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
@@ -146,4 +162,15 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// KubectlPath returns the kubectl built beside the control plane
+// (scripts/controlplane.sh, k8s.io/kubernetes v1.32.13), in the folder
+// KUBEBUILDER_ASSETS names.
+func KubectlPath() (string, error) {
+	dir, err := assetsDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "kubectl"), nil
 }

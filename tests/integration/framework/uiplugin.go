@@ -47,16 +47,3 @@ func (c *ControlPlane) InstallUIPluginCRD(t testing.TB) {
 		return err == nil
 	})
 }
-
-// RemoveUIPluginCRD deletes the UIPlugin CRD and waits until it is gone.
-func (c *ControlPlane) RemoveUIPluginCRD(t testing.TB) {
-	t.Helper()
-	crds := apiextclient.NewForConfigOrDie(c.Config).ApiextensionsV1().CustomResourceDefinitions()
-	if err := crds.Delete(context.Background(), uiplugin.CRDName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	Eventually(t, "the UIPlugin CRD gone", func() bool {
-		_, err := crds.Get(context.Background(), uiplugin.CRDName, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
-}

@@ -21,6 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,6 +32,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -48,7 +50,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Exit(framework.Main(m, &cp, framework.Options{
-		RepoCRDs:   []string{framework.SettingCRD, framework.ManagementCRD},
+		RepoCRDs:   []string{framework.SettingCRD, framework.ManagementCRD, framework.StatusCRD},
 		SharedCRDs: []string{framework.FleetClusterCRD, framework.ProvisioningCRD},
 	}))
 }
@@ -164,6 +166,10 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 		l, err := dyn.Resource(settingsGVR).List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == 0
 	})
+	// And no ElectionStatus: the leader makes it with the chart's rights.
+	if err := dyn.Resource(statusGVR).Delete(ctx, electionstatus.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
 	ns, fleetNS, rancherNS, clusterNS := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
 	docs := render(t, "namespaceOverride="+ns, "fleetNamespace="+fleetNS, "rancherNamespace="+rancherNS)
 	rules := applyRBAC(t, docs)
@@ -321,6 +327,23 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 	framework.Eventually(t, "rancher-config", func() bool {
 		c, err := cp.Client.CoreV1().ConfigMaps(rancherNS).Get(ctx, "rancher-config", metav1.GetOptions{})
 		return err == nil && strings.Contains(c.Data["fleet"], "retryPeriod: 4s") && strings.Contains(c.Data["fleet"], "leaseDuration: 40s")
+	})
+	// Its ElectionStatus, made and kept with the chart's rights: the Fleet
+	// controllers' retry period in effect.
+	framework.Eventually(t, "the ElectionStatus", func() bool {
+		u, err := dyn.Resource(statusGVR).Get(ctx, electionstatus.Name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		comps, _, _ := unstructured.NestedSlice(u.Object, "status", "components")
+		for _, c := range comps {
+			m, _ := c.(map[string]interface{})
+			if m["component"] == "fleet-controller" {
+				r, _, _ := unstructured.NestedString(m, "inEffect", "retryPeriod")
+				return r == "4s"
+			}
+		}
+		return false
 	})
 	switch fleetVersion {
 	case "v0.14.10":

@@ -23,14 +23,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
-	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/pkg/settings"
-	"leasetune.io/leasetune/pkg/uiapi"
 	"leasetune.io/leasetune/pkg/uiplugin"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
@@ -42,8 +41,6 @@ func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(cp.Config) }
 func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
 
 func installUIPluginCRD(t *testing.T) { cp.InstallUIPluginCRD(t) }
-
-func removeUIPluginCRD(t *testing.T) { cp.RemoveUIPluginCRD(t) }
 
 // ensureNamespace creates a namespace with a fixed name (Rancher's
 // cattle-ui-plugin-system) when missing.
@@ -76,12 +73,55 @@ func deleteUIPlugin(t *testing.T) {
 	}
 }
 
+// chartUIPlugin returns the UIPlugin the chart renders where Rancher's
+// UIPlugin kind is served (helm template --api-versions), for leasetune in
+// namespace ns, with more --set values; nil when it renders none.
+func chartUIPlugin(t *testing.T, ns string, set ...string) *unstructured.Unstructured {
+	t.Helper()
+	var found *unstructured.Unstructured
+	for _, doc := range framework.RenderChartAPIs(t, []string{framework.UIPluginAPIVersion}, append([]string{"namespaceOverride=" + ns}, set...)...) {
+		u := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal(doc, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if u.GetKind() != "UIPlugin" {
+			continue
+		}
+		if found != nil {
+			t.Fatal("the chart renders more than one UIPlugin")
+		}
+		found = u
+	}
+	return found
+}
+
+// installChartUIPlugin does what helm install does with the chart's
+// UIPlugin beside Rancher (its CRD and namespace there): it creates it, for
+// leasetune in ns with the bundle fetched from endpoint (the chart's
+// uiPlugin.endpoint), in place of any other, and deletes it when t ends.
+func installChartUIPlugin(t *testing.T, ns, endpoint string) *unstructured.Unstructured {
+	t.Helper()
+	ensureNamespace(t, uiplugin.Namespace)
+	installUIPluginCRD(t)
+	deleteUIPlugin(t)
+	u := chartUIPlugin(t, ns, "uiPlugin.endpoint="+endpoint)
+	if u == nil {
+		t.Fatal("the chart renders no UIPlugin where the UIPlugin kind is served")
+	}
+	got, err := dyn().Resource(uiplugin.UIPluginGVR).Namespace(u.GetNamespace()).Create(context.Background(), u, metav1.CreateOptions{FieldManager: "helm"})
+	if err != nil {
+		t.Fatalf("create the chart's UIPlugin (as helm install does): %v", err)
+	}
+	t.Cleanup(func() { deleteUIPlugin(t) })
+	return got
+}
+
 func isKindMissing(err error) bool {
 	return apierrors.IsNotFound(err) || strings.Contains(err.Error(), "the server could not find the requested resource")
 }
 
 // server is a manager running in this process as the only replica, with
-// the webhook and the page's API on addr (HTTPS) and the bundle on uiAddr.
+// the webhook and /v3/settings on addr (HTTPS) and the bundle on uiAddr.
 type server struct {
 	ns, addr, uiAddr, fleetNS string
 	cancel                    context.CancelFunc
@@ -94,10 +134,9 @@ type serverOptions struct {
 }
 
 // startServer runs the manager as leasetune's service account (with
-// system:masters, as the admission tests do: RBAC is checked on its own in
-// TestChartRBACForUIPlugin), the chart's webhook configuration pointed at
-// it, the UI bundle served and the UIPlugin kept, endpoint
-// http://<uiAddr>.
+// system:masters, as the admission tests do: the chart's RBAC is checked
+// in tests/integration/rbac), the chart's webhook configuration pointed at
+// it, and the UI bundle served at http://<uiAddr>.
 func startServer(t *testing.T, o serverOptions) *server {
 	t.Helper()
 	resetSettings(t)
@@ -113,9 +152,7 @@ func startServer(t *testing.T, o serverOptions) *server {
 		WebhookConfigName: "leasetune", ServiceAccount: "system:serviceaccount:" + s.ns + ":leasetune",
 		LookupEnv: lookup,
 	}
-	cfg.UI = manager.UIConfig{Addr: s.uiAddr, Plugin: true, Endpoint: "http://" + s.uiAddr,
-		API: &uiapi.Server{Base: cp.Config, Plan: plan.Options{Namespace: s.ns, FleetNamespace: s.fleetNS, RancherNamespace: cfg.RancherNamespace, ChannelOverride: o.channel},
-			EnvSet: func(d settings.Definition) bool { _, ok := lookup(d.EnvVar()); return ok }}}
+	cfg.UI = manager.UIConfig{Addr: s.uiAddr}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	go func() {

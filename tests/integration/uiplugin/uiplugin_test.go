@@ -3,114 +3,172 @@ package uiplugin_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	rbacv1 "k8s.io/api/rbac/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/uiplugin"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
-// TestUIPluginLifecycle follows leasetune's UIPlugin from a cluster without
-// Rancher to one with it: nothing is made while the UIPlugin CRD is
-// missing; once it is there the UIPlugin names the endpoint the bundle is
-// served at, with Rancher's metadata, and Rancher's own fetch of that
-// endpoint gets the embedded bundle; at rest nothing is written; a hand
-// edit of an owned field is taken back while other fields (Rancher's
-// noCache, another manager's metadata) stay; a deleted UIPlugin comes
-// back; cleanup deletes it.
-func TestUIPluginLifecycle(t *testing.T) {
-	removeUIPluginCRD(t)
+// TestChartUIPlugin checks the UIPlugin the Helm chart renders against the
+// bundle the binary embeds: where Rancher's UIPlugin kind is served (and
+// only there) the chart renders one UIPlugin in cattle-ui-plugin-system
+// whose name, version and metadata are the embedded bundle's and whose
+// endpoint is the leasetune-ui Service's, which leads to the port the bundle
+// server listens on.
+func TestChartUIPlugin(t *testing.T) {
 	b, err := uiplugin.Embedded()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, serverOptions{})
-	endpoint := "http://" + s.uiAddr + b.PathPrefix()
+	ns := cp.Namespace(t)
 
-	// The bundle is served whether or not Rancher is there.
-	resp, err := http.Get(endpoint + "/files.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || string(body) != string(b.FilesTxt()) {
-		t.Fatalf("files.txt: %s %q, want %q", resp.Status, body, b.FilesTxt())
-	}
-
-	t.Run("no UIPlugin without its CRD", func(t *testing.T) {
-		// The reconciler watches the CRD by name and does nothing else: the
-		// kind stays unserved (nothing was installed behind its back).
-		if !framework.Consistently(t, "no UIPlugin kind", framework.ConsistentlyMin, func() bool {
-			_, err := dyn().Resource(uiplugin.UIPluginGVR).Namespace(uiplugin.Namespace).Get(context.Background(), "leasetune", metav1.GetOptions{})
-			return err != nil && isKindMissing(err)
-		}) {
-			t.FailNow()
+	t.Run("none where the UIPlugin kind is not served", func(t *testing.T) {
+		for _, doc := range render(t, "namespaceOverride="+ns) {
+			if bytes.Contains(doc, []byte("kind: UIPlugin")) {
+				t.Fatalf("rendered without catalog.cattle.io/v1 UIPlugin served:\n%s", doc)
+			}
 		}
 	})
 
-	ensureNamespace(t, uiplugin.Namespace)
-	installUIPluginCRD(t)
-	var live *unstructured.Unstructured
-	framework.Eventually(t, "UIPlugin created once the CRD exists", func() bool {
-		live = getUIPlugin(t)
-		return live != nil
-	})
-
-	t.Run("endpoint, version and Rancher's metadata", func(t *testing.T) {
-		plugin, _, _ := unstructured.NestedMap(live.Object, "spec", "plugin")
-		want := map[string]interface{}{"name": "leasetune", "version": b.Version, "endpoint": endpoint}
+	t.Run("name, version, endpoint and metadata are the embedded bundle's", func(t *testing.T) {
+		u := chartUIPlugin(t, ns)
+		if u == nil {
+			t.Fatal("no UIPlugin rendered where catalog.cattle.io/v1 UIPlugin is served")
+		}
+		if u.GetAPIVersion() != "catalog.cattle.io/v1" || u.GetNamespace() != uiplugin.Namespace || u.GetName() != b.Name {
+			t.Errorf("the UIPlugin is %s %s/%s, want catalog.cattle.io/v1 %s/%s", u.GetAPIVersion(), u.GetNamespace(), u.GetName(), uiplugin.Namespace, b.Name)
+		}
+		plugin, _, _ := unstructured.NestedMap(u.Object, "spec", "plugin")
+		want := map[string]interface{}{"name": b.Name, "version": b.Version, "endpoint": "http://leasetune-ui." + ns + ".svc" + b.PathPrefix()}
 		for k, v := range want {
 			if plugin[k] != v {
 				t.Errorf("spec.plugin.%s = %v, want %v", k, plugin[k], v)
 			}
 		}
 		meta, _ := plugin["metadata"].(map[string]interface{})
-		// Mandatory from Rancher 2.10: without it Rancher's UI does not load
-		// the extension (shell/config/uiplugins.js shouldNotLoadPlugin at
-		// shell-pkg-v3.0.8: plugins.error.apiAnnotationMissing).
-		if meta["catalog.cattle.io/ui-extensions-version"] != ">= 3.0.0 < 4.0.0" {
-			t.Errorf("catalog.cattle.io/ui-extensions-version = %v", meta["catalog.cattle.io/ui-extensions-version"])
+		wantMeta := b.Chart().Metadata
+		if len(meta) != len(wantMeta) {
+			t.Errorf("spec.plugin.metadata %v, want exactly %v", meta, wantMeta)
 		}
-		if meta["catalog.cattle.io/rancher-version"] != ">= 2.10.0" {
-			t.Errorf("catalog.cattle.io/rancher-version = %v", meta["catalog.cattle.io/rancher-version"])
+		for k, v := range wantMeta {
+			if meta[k] != v {
+				t.Errorf("spec.plugin.metadata[%s] = %v, want the bundle's %q", k, meta[k], v)
+			}
+		}
+		// Mandatory from Rancher 2.10: without it Rancher's UI does not load
+		// the extension (rancher/dashboard shell/config/uiplugins.js
+		// shouldNotLoadPlugin: plugins.error.apiAnnotationMissing).
+		if meta["catalog.cattle.io/ui-extensions-version"] == nil || meta["catalog.cattle.io/rancher-version"] == nil {
+			t.Errorf("metadata lacks Rancher's compatibility annotations: %v", meta)
 		}
 		// With this key Rancher's UI skips the extension (shouldNotLoadPlugin
-		// returns true for UI_PLUGIN_LABELS.CATALOG).
-		if _, ok := meta["catalog.cattle.io/ui-extensions-catalog"]; ok {
-			t.Error("metadata carries catalog.cattle.io/ui-extensions-catalog: Rancher's UI would not load the extension")
+		// returns true for UI_PLUGIN_LABELS.CATALOG); and no path to an API
+		// of leasetune's: the page has none (issue 25).
+		for _, k := range []string{"catalog.cattle.io/ui-extensions-catalog", "leasetune.io/api-proxy"} {
+			if _, ok := meta[k]; ok {
+				t.Errorf("metadata carries %s", k)
+			}
 		}
-		if meta[uiplugin.BundleHashKey] != b.SHA256 {
-			t.Errorf("%s = %v, want %s", uiplugin.BundleHashKey, meta[uiplugin.BundleHashKey], b.SHA256)
-		}
-		if want := "/k8s/clusters/local/api/v1/namespaces/" + s.ns + "/services/https:leasetune-webhook:443/proxy"; meta[uiplugin.APIProxyKey] != want {
-			t.Errorf("%s = %v, want %s", uiplugin.APIProxyKey, meta[uiplugin.APIProxyKey], want)
-		}
-		if live.GetName() != plugin["name"] {
-			t.Errorf("metadata.name %s differs from spec.plugin.name (Rancher's index is keyed by the one, readiness by the other)", live.GetName())
-		}
-		if _, set := plugin["noCache"]; set && plugin["noCache"] != false {
-			t.Errorf("noCache = %v: leasetune must not switch Rancher's cache off", plugin["noCache"])
+		if _, set := plugin["noCache"]; set {
+			t.Errorf("noCache = %v: it is Rancher's to set (a file over its size limit)", plugin["noCache"])
 		}
 	})
 
+	t.Run("the endpoint's Service leads to the bundle server's port", func(t *testing.T) {
+		docs := render(t, "namespaceOverride="+ns, "uiPlugin.port=8099")
+		var svc *corev1.Service
+		var dep *appsv1.Deployment
+		for _, doc := range docs {
+			var m metav1.TypeMeta
+			_ = utilyaml.Unmarshal(doc, &m)
+			switch {
+			case m.Kind == "Service" && bytes.Contains(doc, []byte("name: leasetune-ui\n")):
+				svc = &corev1.Service{}
+				_ = utilyaml.Unmarshal(doc, svc)
+			case m.Kind == "Deployment":
+				dep = &appsv1.Deployment{}
+				_ = utilyaml.Unmarshal(doc, dep)
+			}
+		}
+		if svc == nil || dep == nil {
+			t.Fatal("no leasetune-ui Service or no Deployment")
+		}
+		if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || svc.Spec.Ports[0].TargetPort.StrVal != "ui" {
+			t.Errorf("leasetune-ui ports %+v: want one, 80 to the container port named ui", svc.Spec.Ports)
+		}
+		c := dep.Spec.Template.Spec.Containers[0]
+		var uiPort int32
+		for _, p := range c.Ports {
+			if p.Name == "ui" {
+				uiPort = p.ContainerPort
+			}
+		}
+		if uiPort != 8099 || !contains(c.Args, "--ui-addr=:8099") {
+			t.Errorf("container port ui %d, args %v: want 8099 and --ui-addr=:8099", uiPort, c.Args)
+		}
+		for _, a := range c.Args {
+			if strings.HasPrefix(a, "--ui-api-upstream") || strings.HasPrefix(a, "--ui-plugin") {
+				t.Errorf("the Deployment passes %s", a)
+			}
+		}
+		// The webhook's Service is another Service, on another port.
+		for _, doc := range docs {
+			if bytes.Contains(doc, []byte("name: leasetune-webhook\n")) && bytes.Contains(doc, []byte("targetPort: ui")) {
+				t.Errorf("the webhook's Service leads to the bundle server:\n%s", doc)
+			}
+		}
+	})
+
+	t.Run("uiPlugin.enabled=false renders no UIPlugin, Service or bundle server", func(t *testing.T) {
+		for _, doc := range framework.RenderChartAPIs(t, []string{framework.UIPluginAPIVersion}, "namespaceOverride="+ns, "uiPlugin.enabled=false") {
+			if bytes.Contains(doc, []byte("kind: UIPlugin")) || bytes.Contains(doc, []byte("leasetune-ui")) || bytes.Contains(doc, []byte("--ui-addr=:")) {
+				t.Fatalf("uiPlugin.enabled=false still renders the UIPlugin, the UI Service or the bundle server:\n%s", doc)
+			}
+		}
+	})
+}
+
+// TestUIPluginBesideTheServer installs the chart's UIPlugin as helm install
+// does beside Rancher (its CRD's schema accepts it), pointed at the bundle
+// server of a running leasetune, and fetches the extension from its
+// endpoint exactly as Rancher's cache does: the bytes are the embedded
+// bundle's. leasetune itself never writes a UIPlugin: none appears while
+// it runs, a hand edit stays, and `leasetune cleanup` leaves the chart's
+// UIPlugin to helm uninstall.
+func TestUIPluginBesideTheServer(t *testing.T) {
+	b, err := uiplugin.Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ensureNamespace(t, uiplugin.Namespace)
+	installUIPluginCRD(t)
+	deleteUIPlugin(t)
+	s := startServer(t, serverOptions{})
+
+	t.Run("leasetune makes no UIPlugin", func(t *testing.T) {
+		if !framework.Consistently(t, "no UIPlugin", framework.ConsistentlyMin, func() bool { return getUIPlugin(t) == nil }) {
+			t.FailNow()
+		}
+	})
+
+	live := installChartUIPlugin(t, s.ns, "http://"+s.uiAddr)
+
 	t.Run("Rancher's cache fetches the bundle at the endpoint the UIPlugin names", func(t *testing.T) {
 		plugin, _, _ := unstructured.NestedMap(live.Object, "spec", "plugin")
+		if plugin["endpoint"] != "http://"+s.uiAddr+b.PathPrefix() {
+			t.Fatalf("endpoint %v", plugin["endpoint"])
+		}
 		files, err := rancherCache(plugin["endpoint"].(string), plugin["version"].(string))
 		if err != nil {
 			t.Fatal(err)
@@ -145,87 +203,50 @@ func TestUIPluginLifecycle(t *testing.T) {
 		}
 	})
 
-	t.Run("no write at rest, nor after Rancher's status update", func(t *testing.T) {
-		// Rancher's controller writes the status (controller.go OnPluginChange: UpdateStatus).
-		u := getUIPlugin(t)
-		_ = unstructured.SetNestedField(u.Object, "cached", "status", "cacheState")
-		_ = unstructured.SetNestedField(u.Object, true, "status", "ready")
-		_ = unstructured.SetNestedField(u.Object, int64(u.GetGeneration()), "status", "observedGeneration")
-		if _, err := dyn().Resource(uiplugin.UIPluginGVR).Namespace(uiplugin.Namespace).UpdateStatus(context.Background(), u, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		rv := getUIPlugin(t).GetResourceVersion()
-		if !framework.Consistently(t, "resourceVersion unchanged", framework.ConsistentlyMin, func() bool { return getUIPlugin(t).GetResourceVersion() == rv }) {
-			t.FailNow()
-		}
-	})
-
-	t.Run("owned fields are taken back, others stay", func(t *testing.T) {
-		patch := `{"metadata":{"annotations":{"note":"x"}},"spec":{"plugin":{"endpoint":"http://elsewhere.example","noCache":true,"metadata":{"example.com/owner":"someone"}}}}`
+	t.Run("a hand edit stays: nothing in leasetune keeps the UIPlugin", func(t *testing.T) {
+		patch := `{"spec":{"plugin":{"endpoint":"http://elsewhere.example"}}}`
 		if _, err := dyn().Resource(uiplugin.UIPluginGVR).Namespace(uiplugin.Namespace).Patch(context.Background(), "leasetune",
 			types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
 			t.Fatal(err)
 		}
-		framework.Eventually(t, "endpoint put back", func() bool {
-			e, _, _ := unstructured.NestedString(getUIPlugin(t).Object, "spec", "plugin", "endpoint")
-			return e == endpoint
-		})
-		u := getUIPlugin(t)
-		if nc, _, _ := unstructured.NestedBool(u.Object, "spec", "plugin", "noCache"); !nc {
-			t.Error("noCache (Rancher's to set) was taken back")
-		}
-		if o, _, _ := unstructured.NestedString(u.Object, "spec", "plugin", "metadata", "example.com/owner"); o != "someone" {
-			t.Error("another manager's metadata key was removed")
-		}
-		rv := u.GetResourceVersion()
-		if !framework.Consistently(t, "no further write", framework.ConsistentlyMin, func() bool { return getUIPlugin(t).GetResourceVersion() == rv }) {
+		rv := getUIPlugin(t).GetResourceVersion()
+		if !framework.Consistently(t, "no write of the UIPlugin", framework.ConsistentlyMin, func() bool {
+			u := getUIPlugin(t)
+			return u != nil && u.GetResourceVersion() == rv
+		}) {
 			t.FailNow()
 		}
 	})
 
-	t.Run("a deleted UIPlugin comes back", func(t *testing.T) {
-		deleteUIPlugin(t)
-		framework.Eventually(t, "UIPlugin recreated", func() bool { return getUIPlugin(t) != nil })
-	})
-
-	t.Run("cleanup removes it", func(t *testing.T) {
+	t.Run("cleanup leaves the chart's UIPlugin to helm uninstall", func(t *testing.T) {
 		s.stop()
 		bin := buildBinary(t)
-		dir := t.TempDir()
-		kc, err := cp.Kubeconfig(dir)
+		kc, err := cp.Kubeconfig(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command(bin, "cleanup", "--kubeconfig", kc, "--namespace", s.ns, "--fleet-namespace", s.fleetNS).CombinedOutput()
-		if err != nil {
-			t.Fatalf("cleanup: %v\n%s", err, out)
+		for _, args := range [][]string{{}, {"--yes", "--force"}} {
+			out, err := exec.Command(bin, append([]string{"cleanup", "--kubeconfig", kc, "--namespace", s.ns, "--fleet-namespace", s.fleetNS}, args...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("cleanup %v: %v\n%s", args, err, out)
+			}
+			if strings.Contains(string(out), "UIPlugin") {
+				t.Errorf("cleanup %v speaks of the UIPlugin:\n%s", args, out)
+			}
+			if getUIPlugin(t) == nil {
+				t.Fatalf("cleanup %v deleted the chart's UIPlugin", args)
+			}
 		}
-		if !strings.Contains(string(out), "UIPlugin cattle-ui-plugin-system/leasetune: would be deleted") {
-			t.Fatalf("cleanup does not list the UIPlugin:\n%s", out)
-		}
-		if getUIPlugin(t) == nil {
-			t.Fatal("cleanup without --yes deleted the UIPlugin")
-		}
-		out, err = exec.Command(bin, "cleanup", "--kubeconfig", kc, "--namespace", s.ns, "--fleet-namespace", s.fleetNS, "--yes", "--force").CombinedOutput()
-		if err != nil {
-			t.Fatalf("cleanup --yes: %v\n%s", err, out)
-		}
-		if !strings.Contains(string(out), "UIPlugin cattle-ui-plugin-system/leasetune: was deleted") || getUIPlugin(t) != nil {
-			t.Fatalf("cleanup --yes did not delete the UIPlugin:\n%s", out)
-		}
-		// One that is not leasetune's (no managed-by label) is left alone.
-		foreign := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "catalog.cattle.io/v1", "kind": "UIPlugin",
-			"metadata": map[string]interface{}{"name": "leasetune", "namespace": uiplugin.Namespace},
-			"spec":     map[string]interface{}{"plugin": map[string]interface{}{"name": "leasetune", "version": "1.0.0", "endpoint": "http://x"}}}}
-		if _, err := dyn().Resource(uiplugin.UIPluginGVR).Namespace(uiplugin.Namespace).Create(context.Background(), foreign, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		out, err = exec.Command(bin, "cleanup", "--kubeconfig", kc, "--namespace", s.ns, "--fleet-namespace", s.fleetNS, "--yes", "--force").CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "left alone: UIPlugin cattle-ui-plugin-system/leasetune is not leasetune's") || getUIPlugin(t) == nil {
-			t.Fatalf("cleanup and a foreign UIPlugin: %v\n%s", err, out)
-		}
-		deleteUIPlugin(t)
 	})
+}
+
+func contains(l []string, s string) bool {
+	for _, v := range l {
+		if v == s {
+			return true
+		}
+	}
+	return false
 }
 
 // buildBinary builds bin/leasetune's command into a temporary folder.
@@ -238,79 +259,4 @@ func buildBinary(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
-}
-
-// TestChartRBACForUIPlugin runs the UIPlugin reconciler with exactly the
-// rights of the chart's ClusterRole (impersonating its service account)
-// and checks it does its job, that those rights reach no other UIPlugin,
-// and that uiPlugin.enabled=false renders none of them.
-func TestChartRBACForUIPlugin(t *testing.T) {
-	ensureNamespace(t, uiplugin.Namespace)
-	installUIPluginCRD(t)
-	deleteUIPlugin(t)
-	ns := cp.Namespace(t)
-	var role *rbacv1.ClusterRole
-	for _, doc := range render(t, "namespaceOverride="+ns) {
-		var obj metav1.TypeMeta
-		_ = utilyaml.Unmarshal(doc, &obj)
-		if obj.Kind == "ClusterRole" {
-			role = &rbacv1.ClusterRole{}
-			if err := utilyaml.Unmarshal(doc, role); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if role == nil {
-		t.Fatal("no ClusterRole in the chart")
-	}
-	role.Name = ns + "-leasetune"
-	if _, err := cp.Client.RbacV1().ClusterRoles().Create(context.Background(), role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "leasetune", Namespace: ns}}}
-	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(context.Background(), binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cp.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
-		_ = cp.Client.RbacV1().ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
-	})
-	sa := rest.CopyConfig(cp.Config)
-	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":leasetune"}
-	saDyn := dynamic.NewForConfigOrDie(sa)
-	b, err := uiplugin.Embedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = uiplugin.NewReconciler(uiplugin.Options{Client: saDyn, Bundle: b, Endpoint: "http://leasetune-ui." + ns + ".svc" + b.PathPrefix(),
-			Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}).Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done; deleteUIPlugin(t) })
-	framework.Eventually(t, "UIPlugin created with the chart's rights", func() bool { return getUIPlugin(t) != nil })
-
-	// Those rights reach no other UIPlugin.
-	other := uiplugin.Desired(b, "http://x", nil)
-	other.SetName("not-leasetune")
-	body, _ := json.Marshal(other.Object)
-	_, err = saDyn.Resource(uiplugin.UIPluginGVR).Namespace(uiplugin.Namespace).Patch(context.Background(), "not-leasetune",
-		types.MergePatchType, body, metav1.PatchOptions{})
-	if err == nil || !strings.Contains(err.Error(), "forbidden") {
-		t.Fatalf("patch of another UIPlugin with the chart's rights: %v, want forbidden", err)
-	}
-	if err := saDyn.Resource(uiplugin.UIPluginGVR).Namespace(uiplugin.Namespace).Delete(context.Background(), "leasetune", metav1.DeleteOptions{}); err == nil ||
-		!strings.Contains(err.Error(), "forbidden") {
-		t.Fatalf("delete with the chart's rights: %v, want forbidden (only cleanup, with the user's rights, deletes)", err)
-	}
-
-	for _, doc := range render(t, "namespaceOverride="+ns, "uiPlugin.enabled=false") {
-		if bytes.Contains(doc, []byte("uiplugins")) || bytes.Contains(doc, []byte("leasetune-ui")) || bytes.Contains(doc, []byte("--ui-addr=:")) {
-			t.Fatalf("uiPlugin.enabled=false still renders UIPlugin rights, the UI Service or the bundle server:\n%s", doc)
-		}
-	}
 }

@@ -297,7 +297,9 @@ func Start(opts Options) (_ *Installation, err error) {
 		}
 		set := []string{"replicaCount=1", "image.repository=leasetune-upstream-test"}
 		if opts.Rancher {
-			set = append(set, "installCRDs=false")
+			// The chart's UIPlugin (helm finds Rancher's UIPlugin kind) points
+			// Rancher at the bundle server's address here.
+			set = append(set, "installCRDs=false", "uiPlugin.endpoint="+in.Leasetune.UIEndpoint())
 		} else {
 			// The chart's Role for rancher-config lives in cattle-system,
 			// which a standalone Fleet does not make.
@@ -317,7 +319,7 @@ func Start(opts Options) (_ *Installation, err error) {
 		if !opts.Rancher {
 			return nil
 		}
-		// Its UIPlugin, which it keeps from its start on (pkg/uiplugin).
+		// Its UIPlugin, which helm installed with the chart (templates/uiplugin.yaml).
 		return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 			_, err := in.Dyn.Resource(UIPluginGVR).Namespace("cattle-ui-plugin-system").Get(ctx, "leasetune", metav1.GetOptions{})
 			return err == nil, nil

@@ -48,10 +48,10 @@ func LeasetuneChart() (string, error) {
 // webhook and the UI server at s's: the ServiceProxy sends the webhook
 // Service's traffic there, the kube-apiserver reaching it at its
 // ClusterIP with the Service's DNS name as the TLS server name, as in a
-// cluster), and Rancher reaches the UI bundle at s.UIEndpoint
-// (--ui-endpoint; in a cluster it is the UI Service's DNS name, which
-// nothing resolves here). Ready when /readyz answers 200, as the chart's
-// readiness probe asks.
+// cluster), and Rancher reaches the UI bundle at s.UIEndpoint (the chart's
+// uiPlugin.endpoint, which Install sets: in a cluster it is the UI
+// Service's DNS name, which nothing resolves here). Ready when /readyz
+// answers 200, as the chart's readiness probe asks.
 func LeasetuneRunner(b Binaries, s LeasetuneServer) Runner {
 	client := &http.Client{Timeout: 2 * time.Second}
 	return Runner{
@@ -71,7 +71,6 @@ func LeasetuneRunner(b Binaries, s LeasetuneServer) Runner {
 			args = setFlag(args, "--health-addr", h)
 			args = setFlag(args, "--webhook-addr", s.Webhook)
 			args = setFlag(args, "--ui-addr", s.UI)
-			args = append(args, "--ui-endpoint="+s.UIEndpoint())
 			return b.Leasetune, args, true, nil
 		},
 		Ready: func(ctx context.Context, p *Pod) bool {

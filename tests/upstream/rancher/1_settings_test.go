@@ -320,8 +320,8 @@ func Test04RancherLock(t *testing.T) {
 }
 
 // Test05UIPlugin is case 6: the real Rancher fetches leasetune's UI
-// bundle from the endpoint the chart gives leasetune (--ui-endpoint here:
-// the UI Service's address), marks the UIPlugin cached, and serves its
+// bundle from the endpoint the chart's UIPlugin names (uiPlugin.endpoint
+// here: the UI Service's address), marks the UIPlugin cached, and serves its
 // JavaScript at /v1/uiplugins/<name>/<version>/plugin/<file>, the same
 // bytes leasetune serves. rancher/rancher v2.12.12:
 // pkg/controllers/dashboard/plugin/controller.go OnPluginChange (status
