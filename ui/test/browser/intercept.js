@@ -78,9 +78,17 @@ async function intercept(page, { strict }) {
   const cdp = await page.createCDPSession();
 
   await cdp.send('Network.enable');
+  const wsURL = {};
+
+  cdp.on('Network.webSocketCreated', (e) => {
+    wsURL[e.requestId] = e.url;
+    seen.websockets.push(e.url);
+    seen.violations.push(...violationsOf('GET', e.url.replace(/^ws/, 'http'), {}, strict));
+  });
   cdp.on('Network.webSocketWillSendHandshakeRequest', (e) => {
-    seen.websockets.push(e.request.url || '');
-    seen.violations.push(...violationsOf('GET', (e.request.url || '').replace(/^ws/, 'http'), e.request.headers, strict));
+    const u = (wsURL[e.requestId] || '').replace(/^ws/, 'http');
+
+    seen.violations.push(...violationsOf('GET', u || 'http://unknown/', e.request.headers, strict));
   });
 
   return seen;

@@ -42,7 +42,10 @@ const css = sass.compile(path.join(shell, 'assets/styles/app.scss'), {
   logger:    sass.Logger.silent,
 }).css
   .replace(/url\((["']?)~@shell\//g, 'url($1/node_modules/@rancher/shell/')
-  .replace(/url\((["']?)~/g, 'url($1/node_modules/');
+  .replace(/url\((["']?)~/g, 'url($1/node_modules/')
+  // A plain CSS @import of a package (xterm's), which the shell's webpack
+  // build inlines: inlined here too.
+  .replace(/@import ['"]node_modules\/([^'"]+\.css)['"];/g, (m, f) => fs.readFileSync(path.join(ui, 'node_modules', f), 'utf8'));
 
 fs.writeFileSync(path.join(out, 'rancher.css'), css);
 fs.writeFileSync(path.join(out, 'shell-en-us.json'),
