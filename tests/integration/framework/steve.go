@@ -198,7 +198,7 @@ func (s *Steve) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet:
 		req.byID(t, ns, name)
 	case http.MethodPut:
-		req.update(t, ns, name)
+		req.update(t)
 	default:
 		req.error(http.StatusMethodNotAllowed, "MethodNotAllowed", "the steve double serves GET and PUT only")
 	}
@@ -400,7 +400,7 @@ func (q *steveRequest) byID(t *steveType, ns, name string) {
 // the schema's, the reserved fields are taken back from their underscore
 // names (moveFromUnderscore), and the object is updated with the user's
 // client), its errors as translateError makes them.
-func (q *steveRequest) update(t *steveType, ns, name string) {
+func (q *steveRequest) update(t *steveType) {
 	sc := q.access.schemaFor(t)
 	if !contains(sc.resourceMethods, http.MethodPut) {
 		q.error(http.StatusForbidden, "PermissionDenied", "can not update "+t.id)
@@ -418,16 +418,12 @@ func (q *steveRequest) update(t *steveType, ns, name string) {
 	}
 	u.SetAPIVersion(t.gvr.GroupVersion().String())
 	u.SetKind(t.kind)
-	if ns == "" {
-		ns = u.GetNamespace()
-	}
-	c, err := q.as(q.user, t, ns)
+	// Steve updates the object the body names, in the body's namespace
+	// (types.Namespace(input)); the id in the path is not read.
+	c, err := q.as(q.user, t, u.GetNamespace())
 	if err != nil {
 		q.apiError(err)
 		return
-	}
-	if u.GetName() == "" {
-		u.SetName(name)
 	}
 	obj, err := c.Update(q.r.Context(), u, metav1.UpdateOptions{})
 	if err != nil {

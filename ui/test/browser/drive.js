@@ -18,7 +18,7 @@
 // LT_EDITOR and LT_VIEWER (the users' session cookies), LT_INVALID (a
 // retry period the rules refuse), LT_REFUSED and LT_VALID (fleet-agent
 // triples "lease/renew/retry": one the webhook refuses, one it accepts),
-// LT_FORCED (the Setting the viewer's forced PUT writes, "name=value").
+// LT_VALID_SHOWN (the accepted triple as the page shows it), LT_FORCED (the Setting the viewer's forced PUT writes, "name=value").
 const fs = require('fs');
 const path = require('path');
 const puppeteer = require('puppeteer-core');
