@@ -234,7 +234,7 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// A settle time long enough to see a saved triple pending.
-	s := startServer(t, serverOptions{channel: fleet.ChannelAgentManagement, settle: 10 * time.Second,
+	s := startServer(t, serverOptions{channel: fleet.ChannelAgentManagement, settle: 15 * time.Second,
 		env: map[string]string{"CATTLE_RANCHER_LEADER_ELECTION_LEASE_DURATION": "60s"}})
 	installChartUIPlugin(t, s.ns, "http://"+s.uiAddr)
 	cp.InstallFleet(t, s.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
