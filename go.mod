@@ -14,6 +14,7 @@ require (
 	github.com/rancher/wrangler/v2 v2.1.2
 	github.com/sirupsen/logrus v1.9.0
 	github.com/spf13/cobra v1.10.2
+	golang.org/x/net v0.35.0
 	golang.org/x/time v0.3.0
 	gopkg.in/yaml.v3 v3.0.1
 	k8s.io/api v0.28.15
@@ -58,7 +59,6 @@ require (
 	github.com/rancher/wrangler v1.1.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/mod v0.23.0 // indirect
-	golang.org/x/net v0.35.0 // indirect
 	golang.org/x/oauth2 v0.8.0 // indirect
 	golang.org/x/sync v0.11.0 // indirect
 	golang.org/x/sys v0.30.0 // indirect

@@ -1,7 +1,6 @@
 package uiplugin_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -16,9 +15,7 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -131,6 +128,8 @@ type server struct {
 type serverOptions struct {
 	channel fleet.AgentChannel
 	env     map[string]string
+	// settle is the settle time of the settings (default 1s).
+	settle time.Duration
 }
 
 // startServer runs the manager as leasetune's service account (with
@@ -145,9 +144,12 @@ func startServer(t *testing.T, o serverOptions) *server {
 	sa := rest.CopyConfig(cp.Config)
 	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + s.ns + ":leasetune", Groups: []string{"system:masters"}}
 	lookup := func(k string) (string, bool) { v, ok := o.env[k]; return v, ok }
+	if o.settle == 0 {
+		o.settle = time.Second
+	}
 	cfg := manager.Config{
 		Namespace: s.ns, FleetNamespace: s.fleetNS, RancherNamespace: cp.Namespace(t), ChannelOverride: o.channel,
-		QPS: 100, Burst: 200, Workers: 1, Settle: time.Second,
+		QPS: 100, Burst: 200, Workers: 1, Settle: o.settle,
 		WebhookAddr: s.addr, WebhookService: "leasetune-webhook", WebhookHosts: []string{"127.0.0.1"}, CertCheckInterval: time.Second,
 		WebhookConfigName: "leasetune", ServiceAccount: "system:serviceaccount:" + s.ns + ":leasetune",
 		LookupEnv: lookup,
@@ -226,67 +228,6 @@ func settingValue(t *testing.T, name string) string {
 	}
 	v, _, _ := unstructured.NestedString(u.Object, "value")
 	return v
-}
-
-// token returns a bearer token of a new service account bound to a
-// ClusterRole with rules (none: no binding).
-func token(t *testing.T, ns, name string, rules ...rbacv1.PolicyRule) string {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := cp.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if len(rules) > 0 {
-		role := ns + "-" + name
-		if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: rules}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
-			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cp.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
-			_ = cp.Client.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
-		})
-	}
-	tr, err := cp.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token
-}
-
-// adminRules are what an administrator of leasetune's settings has: every
-// read the page makes, and patch on the nine settings.
-var adminRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{"management.cattle.io"}, Resources: []string{"settings"}, Verbs: []string{"get", "list", "patch"}},
-	{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}},
-	{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list"}},
-	{APIGroups: []string{"fleet.cattle.io", "provisioning.cattle.io", "management.cattle.io"}, Resources: []string{"clusters"}, Verbs: []string{"get", "list"}},
-}
-
-// call makes a request of s's HTTPS API and decodes the JSON answer.
-func call(t *testing.T, s *server, method, path, tok string, body interface{}) (int, map[string]interface{}) {
-	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, "https://"+s.addr+path, r)
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := insecure().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]interface{}
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	return resp.StatusCode, out
 }
 
 // rancherCache fetches an extension as Rancher's extension cache does

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	// The UIPlugin CRD is not installed here: the tests install it when
 	// they need a Rancher (installUIPluginCRD).
 	os.Exit(framework.Main(m, &cp, framework.Options{
-		RepoCRDs:   []string{framework.SettingCRD, framework.ManagementCRD},
+		RepoCRDs:   []string{framework.SettingCRD, framework.ManagementCRD, framework.StatusCRD},
 		SharedCRDs: []string{framework.FleetClusterCRD, framework.ProvisioningCRD},
 	}))
 }

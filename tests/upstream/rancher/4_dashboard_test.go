@@ -14,38 +14,55 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"leasetune.io/leasetune/pkg/election"
 	itfw "leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 	"leasetune.io/leasetune/tests/upstream/framework"
 )
 
 // dashboardResult is what ui/test/browser/rancher.js saw.
 type dashboardResult struct {
-	Steps       []string `json:"steps"`
-	Heading     string   `json:"heading"`
-	PageUnread  bool     `json:"pageUnread"`
-	SettingsNav []string `json:"settingsNav"`
-	Banners     []string `json:"banners"`
-	InEffect    []string `json:"inEffect"`
-	ClientError string   `json:"clientError"`
-	Saved       string   `json:"saved"`
-	ServerError string   `json:"serverError"`
-	Error       string   `json:"error"`
-	URL         string   `json:"url"`
-	BodyText    string   `json:"bodyText"`
-	Console     []string `json:"console"`
-	Pending     []string `json:"pendingRequests"`
+	Steps                   []string `json:"steps"`
+	Heading                 string   `json:"heading"`
+	SettingsNav             []string `json:"settingsNav"`
+	Banners                 []string `json:"banners"`
+	Notes                   []string `json:"notes"`
+	InEffect                []string `json:"inEffect"`
+	Clusters                string   `json:"clusters"`
+	Editable                []bool   `json:"editable"`
+	ClientError             string   `json:"clientError"`
+	SaveDisabledWhenInvalid bool     `json:"saveDisabledWhenInvalid"`
+	Previews                []string `json:"previews"`
+	Saved                   string   `json:"saved"`
+	ServerError             string   `json:"serverError"`
+	LoggedOut               bool     `json:"loggedOut"`
+	Seen                    struct {
+		Requests, Websockets, Violations []string
+	} `json:"seen"`
+	Error    string   `json:"error"`
+	URL      string   `json:"url"`
+	BodyText string   `json:"bodyText"`
+	Console  []string `json:"console"`
+	Pending  []string `json:"pendingRequests"`
 }
 
 // Test08Dashboard is case 7: the page in Rancher's real dashboard
-// (@rancher/shell 3.0.8 built as rancher/dashboard builds it,
+// (@rancher/shell 3.0.5 built as rancher/dashboard builds it,
 // scripts/dashboard.sh, and served by the real Rancher from disk), in
 // headless Chromium: log in on Rancher's login page as the admin, open
 // Global Settings, where the dashboard has loaded leasetune's extension
-// from its UIPlugin (case 6), follow Leader election, type a value the
-// page refuses, save a valid fleet-agent triple (it must reach
-// fleet-agentmanagement), and see leasetune's webhook refuse a value.
-// The screenshots are in the test output folder (LEASETUNE_UPSTREAM_KEEP
+// from its UIPlugin (case 6), follow Leader election, which reads the
+// Settings and leasetune's ElectionStatus through the dashboard's store
+// (Rancher's steve, as the admin), type a value the page refuses, save a
+// valid fleet-agent triple (it must reach fleet-agentmanagement), and see
+// leasetune's webhook refuse a triple that would break the agent of a
+// fleet Cluster whose own spec.agentEnvVars set a lease (made here for
+// it). Every request of the browser is intercepted: no Rancher token
+// minted, no proxy path, no credential header of the page's own. The
+// screenshots are in the test output folder (LEASETUNE_UPSTREAM_KEEP
 // keeps it).
 func Test08Dashboard(t *testing.T) {
 	if in.Bin.Dashboard == "" {
@@ -67,23 +84,56 @@ func Test08Dashboard(t *testing.T) {
 			t.Fatalf("PUT /v3/settings/%s: %d %v %s", name, code, err, body)
 		}
 	}
+	// The triples: want is valid; refused only moves the renew deadline up
+	// to the lease of a fleet Cluster's own CATTLE_ELECTION_LEASE_DURATION,
+	// so its agent would run lease == renew deadline, which client-go
+	// refuses: only the webhook's judgement of every agent can see that.
 	cur := in.SettingsTriple(t, "fleet-agent-leader-election", election.FleetDefaults)
 	want := election.Timings{LeaseDuration: cur.LeaseDuration + 10*time.Second, RenewDeadline: cur.RenewDeadline + 5*time.Second, RetryPeriod: cur.RetryPeriod}
-	if err := want.Validate(); err != nil {
+	own := want.RenewDeadline + time.Second
+	refused := election.Timings{LeaseDuration: want.LeaseDuration, RenewDeadline: own, RetryPeriod: want.RetryPeriod}
+	for _, c := range []struct {
+		what  string
+		t     election.Timings
+		valid bool
+	}{
+		{"the valid triple", want, true}, {"the refused triple on its own", refused, true},
+		{"the cluster's agent now", cur.With(election.LeaseDuration, own), true},
+		{"the cluster's agent with the valid triple", want.With(election.LeaseDuration, own), true},
+		{"the cluster's agent with the refused triple", refused.With(election.LeaseDuration, own), false},
+	} {
+		if err := c.t.Validate(); (err == nil) != c.valid {
+			t.Fatalf("%s %s: valid %v, want %v (%v): the test's premise is gone", c.what, c.t, err == nil, c.valid, err)
+		}
+	}
+	ns := "lt-dashboard"
+	if _, err := in.CP.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		_ = in.CP.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	edge := kit.FleetCluster(ns, "own-lease", kit.WithEnv(kit.Env("CATTLE_ELECTION_LEASE_DURATION="+election.FormatDuration(own))...))
+	if _, err := in.Dyn.Resource(framework.FleetClusters).Namespace(ns).Create(ctx, edge, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = in.Dyn.Resource(framework.FleetClusters).Namespace(ns).Delete(context.Background(), edge.GetName(), metav1.DeleteOptions{})
+	})
 	out := filepath.Join(in.Dir, "dashboard")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
 	defer cancel()
+	slashed := func(t election.Timings) string {
+		return t.LeaseDuration.String() + "/" + t.RenewDeadline.String() + "/" + t.RetryPeriod.String()
+	}
 	cmd := exec.CommandContext(cctx, "node", filepath.Join(root, "ui/test/browser/rancher.js"))
 	cmd.Dir = filepath.Join(root, "ui")
 	cmd.Env = append(os.Environ(), "LT_RANCHER="+in.Rancher.URL(), "LT_USER=admin", "LT_PASSWORD="+framework.RancherPassword,
 		"CHROMIUM="+strings.TrimSpace(string(chromium)), "LT_OUT="+out,
-		"LT_TRIPLE="+want.LeaseDuration.String()+"/"+want.RenewDeadline.String()+"/"+want.RetryPeriod.String(),
-		"LT_REFUSED="+want.RenewDeadline.String())
+		"LT_INVALID=999ms", "LT_TRIPLE="+slashed(want), "LT_REFUSED="+slashed(refused))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	raw, err := cmd.Output()
@@ -94,8 +144,13 @@ func Test08Dashboard(t *testing.T) {
 	if err := json.Unmarshal(bytes.TrimSpace(raw), &r); err != nil {
 		t.Fatalf("rancher.js printed %q: %v\n%s", raw, err, &stderr)
 	}
-	t.Logf("screenshots in %s; steps %v; heading %q; page banners %q; in effect %q; client error %q; saved %q; server error %q",
-		out, r.Steps, r.Heading, r.Banners, r.InEffect, r.ClientError, r.Saved, r.ServerError)
+	t.Logf("screenshots in %s; steps %v; heading %q; page banners %q, notes %q; in effect %q; clusters %q; client error %q; saved %q; server error %q",
+		out, r.Steps, r.Heading, r.Banners, r.Notes, r.InEffect, r.Clusters, r.ClientError, r.Saved, r.ServerError)
+	// What the page must never do, first: an aborted request may also be
+	// why a step failed.
+	for _, v := range r.Seen.Violations {
+		t.Errorf("a request the page must never make: %s", v)
+	}
 	if r.Error != "" {
 		t.Fatalf("in the dashboard at %s: %s\npage text: %s\nrequests without an answer:\n  %s\nconsole (last lines):\n  %s", r.URL, r.Error, r.BodyText,
 			strings.Join(r.Pending, "\n  "), strings.Join(r.Console, "\n  "))
@@ -110,27 +165,59 @@ func Test08Dashboard(t *testing.T) {
 			t.Errorf("the page's heading is %q, want Leader election", r.Heading)
 		}
 	})
-	t.Run("the-page-saves-and-shows-the-webhooks-refusal", func(t *testing.T) {
-		if r.PageUnread {
-			// What the page shows beside the real Rancher today: it reads
-			// leasetune's API through Rancher's proxy of the local cluster
-			// to the leasetune-webhook Service with a token it mints, and
-			// the kube-apiserver proxies a Service only to the addresses of
-			// Pod objects (k8s.io/kubernetes v1.32.13 pkg/registry/core/
-			// service/storage/storage.go ResourceLocation, isValidAddress).
-			// Issue 25 replaces that data path (no minted token, no
-			// services/proxy); this step is its test.
-			t.Skipf("SKIPPED until the page's data path of issue 25: the page could not read leasetune's data: %q (screenshot %s)",
-				r.Banners, filepath.Join(out, "leader-election.png"))
+	t.Run("the-page-reads-through-the-dashboards-store", func(t *testing.T) {
+		// The admin may update every Setting: no read-only banner, no
+		// Setting or ElectionStatus unread; what is in effect, the clusters.
+		if len(r.Banners) > 0 {
+			t.Errorf("the admin's page says %q", r.Banners)
 		}
-		if !strings.Contains(r.ServerError, `admission webhook "settings.leasetune.io" denied the request`) {
-			t.Errorf("the refusal the page shows is not the webhook's: %q", r.ServerError)
+		if !contains(r.InEffect, "fleet-agent: In effect: "+triple(cur)) {
+			t.Errorf("in effect %q, want the fleet-agent's %s", r.InEffect, triple(cur))
+		}
+		if !strings.Contains(r.Clusters, "fleet Cluster(s) listed") || len(r.Editable) != 3 || !r.Editable[0] || !r.Editable[1] || !r.Editable[2] {
+			t.Errorf("clusters %q, fleet-agent inputs editable %v", r.Clusters, r.Editable)
+		}
+		// Read once, then followed through the store's watch: one GET of the
+		// ElectionStatus for the page opened once.
+		gets := 0
+		for _, q := range r.Seen.Requests {
+			if strings.HasPrefix(q, "GET ") && strings.Contains(q, "/v1/leasetune.io.electionstatuses/leasetune") {
+				gets++
+			}
+		}
+		if gets != 1 {
+			t.Errorf("%d GETs of the ElectionStatus, want 1 (the page's find; then the watch)", gets)
+		}
+	})
+	t.Run("the-page-saves-and-shows-the-webhooks-refusal", func(t *testing.T) {
+		if !strings.Contains(r.ClientError, "retryPeriod 999ms must be at least 1s") || !r.SaveDisabledWhenInvalid {
+			t.Errorf("the page on 999ms: %q (save disabled %v)", r.ClientError, r.SaveDisabledWhenInvalid)
+		}
+		if !strings.HasPrefix(r.Saved, "saved: ") || !strings.Contains(r.Saved, triple(want)) {
+			t.Errorf("the save: %q", r.Saved)
+		}
+		for _, w := range []string{"refused: ", `admission webhook "settings.leasetune.io" denied the request`, ns + "/own-lease",
+			"CATTLE_ELECTION_LEASE_DURATION=" + election.FormatDuration(own), "Nothing was written."} {
+			if !strings.Contains(r.ServerError, w) {
+				t.Errorf("the refusal the page shows %q lacks %q", r.ServerError, w)
+			}
+		}
+		if r.LoggedOut {
+			t.Error("the refusal logged the admin out")
+		}
+		if got := in.SettingsTriple(t, "fleet-agent-leader-election", election.FleetDefaults); got != want {
+			t.Errorf("the Settings hold %s, want the saved %s (the refused write changed nothing)", got, want)
 		}
 		framework.Within(t, 2*time.Minute, "the saved triple on fleet-agentmanagement", func() bool {
 			got, found := in.ContainerTriple(t, framework.FleetNamespace, "fleet-controller", "fleet-agentmanagement", election.FleetAgentPrefix)
 			return found && got == want
 		})
 	})
+}
+
+// triple formats t as the page shows a triple: "1m0s / 30s / 15s".
+func triple(t election.Timings) string {
+	return election.FormatDuration(t.LeaseDuration) + " / " + election.FormatDuration(t.RenewDeadline) + " / " + election.FormatDuration(t.RetryPeriod)
 }
 
 func contains(l []string, s string) bool {

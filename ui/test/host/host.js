@@ -1,31 +1,41 @@
-// A stand-in for Rancher's shell (rancher/dashboard @rancher/shell at
-// shell-pkg-v3.0.8), for the browser test: Rancher's real UI needs a whole
-// Rancher behind it. It does what the shell does to an extension, with the
-// same calls, and nothing else:
+// A stand-in for Rancher's shell, for the browser test: Rancher's real
+// dashboard needs a whole Rancher behind it (tests/upstream runs that one).
+// It does what the shell (rancher/dashboard @rancher/shell 3.0.x) does to
+// an extension and to a page, with the same calls, and nothing else:
 //
+//   - the store (./store.js): the `management` store of the local cluster
+//     over steve's /v1 as the logged-in user, with its schemas loaded and
+//     its /v1/subscribe websocket open, as the dashboard has them before
+//     any page shows; the `i18n` store over the shell's own translations
+//     (shell/assets/translations/en-us.yaml);
 //   - lists the installed extensions from /v1/uiplugins (the index Rancher
 //     serves from the UIPlugins: shell/plugins/plugin.js) and skips one
-//     without catalog.cattle.io/ui-extensions-version, as
-//     shell/config/uiplugins.js shouldNotLoadPlugin does;
+//     without catalog.cattle.io/ui-extensions-version (shell/config/
+//     uiplugins.js shouldNotLoadPlugin);
 //   - loads each one's script from /v1/uiplugins/<name>/<version>/plugin/
-//     <name>-<version>.umd.min.js with a script tag whose id is
-//     <name>-<version>, then calls window[id].default(plugin) with a Plugin
-//     (shell/core/extension-manager-impl.js loadPluginAsync, loadAsync);
-//   - applies the plugin: its products' init(plugin, store) with a DSL that
+//     <main> with a script tag whose id is <name>-<version>, then calls
+//     window[id].default(plugin) with a Plugin (shell/core/extension-
+//     manager-impl.js loadPluginAsync, loadAsync); the script's chunks load
+//     from beside it;
+//   - applies the plugin: its l10n loaders into the i18n store (store/
+//     i18n.js mergeLoad), its products' init(plugin, store) with a DSL that
 //     records virtualType and basicType (shell/core/plugin.ts DSL,
 //     addProduct; shell/store/type-map.js), and its routes (addRoutes with
 //     { parent, route });
 //   - shows the Global Settings ("settings") product's side menu with the
-//     virtual types, and renders a route's component when its menu entry is
-//     chosen, with window.Vue (shell/core/plugins-loader.js sets it).
-//
-// Where the shell would give the page Rancher's store, this host provides
-// the extension's own directBackend, talking to leasetune's API through
-// the same kind of proxy path Rancher's local-cluster proxy gives it.
+//     virtual types the user may see (ifHaveType: the store has the
+//     schema), labelled by labelKey, and renders a route's component when
+//     its entry is chosen, with window.Vue (shell/core/plugins-loader.js)
+//     in an app that has what the shell gives every page: the store
+//     (app.use: $store and provide('store')), the i18n plugin's t() and <t>
+//     (shell/plugins/i18n.js), and the clean-html and clean-tooltip
+//     directives (shell/directives), over Rancher's own CSS.
 (function() {
-  const cfg = window.leasetuneHost;
   const Vue = window.Vue;
-  const registry = { virtualTypes: {}, basicTypes: {}, routes: [], plugins: [], errors: [] };
+  const registry = {
+    virtualTypes: {}, basicTypes: {}, routes: [], plugins: [], errors: []
+  };
+  let store;
 
   // Plugin is the part of shell/core/plugin.ts an extension calls.
   class Plugin {
@@ -34,6 +44,8 @@
       this.name = id;
       this.products = [];
       this.routes = [];
+      this.l10n = {};
+      this.types = {};
       this._metadata = {};
     }
 
@@ -58,22 +70,32 @@
       this.routes.push(route ? { parent, route } : { parent: 'default', route: parent });
     }
 
+    // register: l10n loaders accumulate per locale; other types replace.
+    register(type, name, fn) {
+      if (type === 'l10n') {
+        (this.l10n[name] = this.l10n[name] || []).push(fn);
+
+        return;
+      }
+      (this.types[type] = this.types[type] || {})[name] = fn;
+    }
+
     DSL(store, product) {
       const vt = (registry.virtualTypes[product] = registry.virtualTypes[product] || []);
       const bt = (registry.basicTypes[product] = registry.basicTypes[product] || []);
       const noop = () => {};
 
       return {
-        virtualType: (o) => vt.push(o),
-        basicType:   (names) => bt.push(...(Array.isArray(names) ? names : [names])),
-        product:     noop,
-        configureType: noop,
-        headers:     noop,
-        weightType:  noop,
-        weightGroup: noop,
-        mapGroup:    noop,
-        mapType:     noop,
-        spoofedType: noop,
+        virtualType:     (o) => vt.push(o),
+        basicType:       (names) => bt.push(...(Array.isArray(names) ? names : [names])),
+        product:         noop,
+        configureType:   noop,
+        headers:         noop,
+        weightType:      noop,
+        weightGroup:     noop,
+        mapGroup:        noop,
+        mapType:         noop,
+        spoofedType:     noop,
         hideBulkActions: noop,
       };
     }
@@ -88,7 +110,6 @@
     addTableColumn() {}
     addNavHooks() {}
     addUninstallHook() {}
-    register() {}
   }
 
   function loadAsync(entry) {
@@ -116,6 +137,84 @@
       el.onerror = () => reject(new Error(`Failed to load script from '${ url }'`));
       document.head.appendChild(el);
     });
+  }
+
+  // The shell's i18n plugin: t(key, args, raw) on every component (HTML
+  // escaped unless raw; %key% when missing), <t k="..."/> and v-t.
+  function escapeHtml(s) {
+    return String(s).replace(/[&<>"']/g, (c) => ({
+      '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'
+    })[c]);
+  }
+
+  function stringFor(key, args, raw) {
+    const translation = store.getters['i18n/t'](key, args);
+    let out = translation;
+
+    if (translation === undefined) {
+      if (args && Object.keys(args).length) {
+        out = `%${ key }(${ Object.keys(args).map((k) => `${ k }: ${ args[k] }`).join(', ') })%`;
+        raw = true;
+      } else {
+        out = `%${ key }%`;
+      }
+    }
+
+    return raw ? out : escapeHtml(out);
+  }
+
+  const purify = (html) => window.DOMPurify.sanitize(String(html === undefined || html === null ? '' : html));
+
+  function setUpApp(app) {
+    app.use(store);
+    app.config.globalProperties.t = (key, args, raw) => stringFor(key, args, raw);
+    app.component('t', {
+      inheritAttrs: false,
+      props:        {
+        k: { type: String, required: true }, raw: { type: Boolean, default: false }, tag: { type: [String, Object], default: 'span' }
+      },
+      render() {
+        const msg = stringFor(this.k, this.$attrs, this.raw);
+
+        return this.raw ? Vue.h(this.tag, { innerHTML: msg }) : Vue.h(this.tag, {}, msg);
+      },
+    });
+    const tDirective = (el, binding) => {
+      const str = stringFor(binding.value, {}, binding.modifiers && binding.modifiers.raw);
+
+      if (binding.arg) {
+        el.setAttribute(binding.arg, str);
+      } else {
+        el.innerHTML = str;
+      }
+    };
+
+    app.directive('t', { beforeMount: tDirective, updated: tDirective });
+    app.directive('clean-html', {
+      mounted(el, b) {
+        el.innerHTML = purify(b.value);
+      },
+      updated(el, b) {
+        el.innerHTML = purify(b.value);
+      },
+      unmounted(el) {
+        el.innerHTML = '';
+      },
+    });
+    // The shell's is floating-vue's tooltip over purified content; here the
+    // content is the element's title.
+    const tooltip = (el, b) => {
+      const v = b.value;
+      const content = v && typeof v === 'object' ? v.content : v;
+
+      if (content) {
+        el.setAttribute('title', purify(content).replace(/<[^>]*>/g, ''));
+      } else {
+        el.removeAttribute('title');
+      }
+    };
+
+    app.directive('clean-tooltip', { mounted: tooltip, updated: tooltip });
   }
 
   function routeFor(path) {
@@ -154,10 +253,8 @@
       return;
     }
     main.innerHTML = '<div id="page"></div>';
-    const { module } = registry.plugins.find((p) => p.plugin.routes.some((r) => r.route === route));
-
     app = Vue.createApp({ render: () => Vue.h(route.component) });
-    app.provide('leasetuneBackend', module.directBackend({ baseURL: cfg.apiBase, token: cfg.token }));
+    setUpApp(app);
     app.mount('#page');
   }
 
@@ -166,14 +263,15 @@
     const builtin = ['Settings', 'Feature Flags', 'Branding', 'Banners', 'Performance', 'Links', 'Fleet Settings'];
 
     ul.innerHTML = builtin.map((b) => `<li><span class="builtin">${ b }</span></li>`).join('');
-    const types = (registry.virtualTypes.settings || []).filter((t) => (registry.basicTypes.settings || []).includes(t.name));
+    const types = (registry.virtualTypes.settings || []).filter((t) => (registry.basicTypes.settings || []).includes(t.name) &&
+      (!t.ifHaveType || store.getters['management/schemaFor'](t.ifHaveType)));
 
     types.sort((a, b) => (b.weight || 0) - (a.weight || 0));
     for (const t of types) {
       const li = document.createElement('li');
       const a = document.createElement('a');
 
-      a.textContent = t.label || t.labelKey;
+      a.textContent = t.labelKey ? stringFor(t.labelKey, {}, true) : t.label;
       a.dataset.nav = t.name;
       a.href = `#${ pathOf(t.route.name) }`;
       li.appendChild(a);
@@ -182,6 +280,12 @@
   }
 
   async function start() {
+    const en = await (await fetch('/shell-en-us.json')).json();
+
+    store = window.leasetuneHostStore(en);
+    window.hostStore = store;
+    await store.connect();
+    await store.dispatch('management/loadSchemas');
     const res = await fetch('/v1/uiplugins', { headers: { accept: 'application/json' } });
     const idx = await res.json();
     const entries = idx.entries || idx.Entries || {};
@@ -198,7 +302,10 @@
       }
     }
     for (const { plugin } of registry.plugins) {
-      plugin.products.forEach((p) => p.init(plugin, {}));
+      for (const fn of plugin.l10n['en-us'] || []) {
+        await store.dispatch('i18n/mergeLoad', { locale: 'en-us', module: fn });
+      }
+      plugin.products.forEach((p) => p.init(plugin, store));
       registry.routes.push(...plugin.routes);
     }
     document.getElementById('errors').textContent = registry.errors.join('\n');
@@ -209,6 +316,9 @@
   }
 
   window.hostRegistry = registry;
+  window.addEventListener('beforeunload', () => {
+    window.hostClosing = true;
+  });
   start().catch((e) => {
     document.getElementById('errors').textContent = `host: ${ e.message }`;
   });
