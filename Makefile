@@ -16,7 +16,7 @@ UNIT_PKGS := $(shell $(GO) list ./... | grep -v -e /tests/integration/ -e /tests
 UPSTREAM_PKGS := $(shell $(GO) list -tags upstream ./tests/upstream/... | grep -v /framework)
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 3m
 
-.PHONY: all build run test test-unit test-integration test-upstream upstream controlplane lint chart-lint generate verify-generated fmt fuzz bench clean ui verify-ui test-ui
+.PHONY: all build run test test-unit test-integration test-upstream upstream controlplane lint golangci-lint chart-lint generate verify-generated fmt fuzz bench clean ui verify-ui test-ui
 
 all: lint build test
 
@@ -111,13 +111,23 @@ chart-lint: ## helm lint and helm template of charts/leasetune (helm built from 
 	  ! "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^kind: UIPlugin' && \
 	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --api-versions catalog.cattle.io/v1/UIPlugin | grep -q '^kind: UIPlugin'
 
-lint: verify-generated verify-ui chart-lint ## gofmt, go vet, go.mod tidiness, generated code current, the embedded UI bundle current, chart
+lint: verify-generated verify-ui chart-lint golangci-lint ## gofmt, go vet, golangci-lint, go.mod tidiness, generated code current, the embedded UI bundle current, chart
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags upstream ./tests/upstream/...
 	@tmp="$$(mktemp -d)"; cp go.mod go.sum "$$tmp"/; $(GO) mod tidy; \
 	  if ! diff -u "$$tmp/go.mod" go.mod || ! diff -u "$$tmp/go.sum" go.sum; then \
 	    echo "go.mod/go.sum were not tidy (restored; run go mod tidy)"; cp "$$tmp"/go.mod "$$tmp"/go.sum .; exit 1; fi
+
+# golangci-lint (tools/golangci-lint, built once by scripts/golangci-lint.sh,
+# about 3 minutes) with .golangci.yaml: staticcheck, errcheck, unused,
+# errorlint, contextcheck, gosec, dupl, funlen, over every package and the
+# upstream tag's.
+golangci-lint: ## golangci-lint run (.golangci.yaml)
+	@echo "golangci-lint: building it when missing (scripts/golangci-lint.sh; once, minutes) ..."; \
+	  bin="$$(scripts/golangci-lint.sh)" || exit 1; start=$$SECONDS; \
+	  if "$$bin" run --timeout 20m ./...; then echo "golangci-lint: passed in $$((SECONDS - start))s"; \
+	  else echo "golangci-lint: failed after $$((SECONDS - start))s"; exit 1; fi
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

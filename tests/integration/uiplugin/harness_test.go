@@ -160,7 +160,7 @@ func startServer(t *testing.T, o serverOptions) *server {
 	go func() {
 		s.done <- manager.Run(ctx, sa, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
-	t.Cleanup(s.stop)
+	t.Cleanup(func() { s.stop(t) })
 	framework.Eventually(t, "settings created", func() bool {
 		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) >= len(settings.Registry)
@@ -179,25 +179,21 @@ func startServer(t *testing.T, o serverOptions) *server {
 	return s
 }
 
-func (s *server) stop() {
+// stop cancels the manager and fails t when manager.Run returned an error.
+func (s *server) stop(t *testing.T) {
+	t.Helper()
 	if s.cancel != nil {
 		s.cancel()
-		<-s.done
+		err := <-s.done
 		s.cancel = nil
+		if err != nil {
+			t.Errorf("manager.Run: %v", err)
+		}
 	}
 }
 
 func insecure() *http.Client {
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 30 * time.Second}
-}
-
-func helm(t *testing.T) string {
-	t.Helper()
-	p, err := framework.HelmPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // render returns the chart's documents rendered with the given values.

@@ -219,7 +219,7 @@ func TestUIPluginBesideTheServer(t *testing.T) {
 	})
 
 	t.Run("cleanup leaves the chart's UIPlugin to helm uninstall", func(t *testing.T) {
-		s.stop()
+		s.stop(t)
 		bin := buildBinary(t)
 		kc, err := cp.Kubeconfig(t.TempDir())
 		if err != nil {
