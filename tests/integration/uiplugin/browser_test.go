@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"mime"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,6 +177,9 @@ type browserResult struct {
 		SaveDisabledWhenInvalid          bool
 		Preview, Saved, Pending          string
 		PreviewChanges                   []string
+		PreviewTriples, PreviewTotals    string
+		PreviewLocks                     string
+		CLIPlan                          *cliPlan
 		LoggedOut                        bool
 		Actions                          []action
 	}
@@ -187,6 +192,36 @@ type browserResult struct {
 		LoggedOut bool
 		Actions   []action
 	}
+}
+
+// cliPlan is the part of `leasetune plan --output json` (pkg/plan
+// Report.JSON) the page's save preview shows.
+type cliPlan struct {
+	Changes []struct {
+		Object, Field, Old, New, Restarts string
+	} `json:"changes"`
+	Totals struct {
+		Rollouts      int     `json:"deploymentRollouts"`
+		FleetAgents   int     `json:"fleetAgentRedeploys"`
+		ClusterAgents int     `json:"clusterAgentRedeploys"`
+		NodePlans     int     `json:"nodePlanClusters"`
+		CtrlBefore    float64 `json:"controllerLockRequestsPerHourBefore"`
+		Ctrl          float64 `json:"controllerLockRequestsPerHour"`
+		AgentsBefore  float64 `json:"agentLockRequestsPerHourBefore"`
+		Agents        float64 `json:"agentLockRequestsPerHour"`
+		RancherBefore float64 `json:"rancherLockRequestsPerHourBefore"`
+		Rancher       float64 `json:"rancherLockRequestsPerHour"`
+	} `json:"totals"`
+}
+
+// perHour formats n as the page does (ui/pkg/leasetune/format.js perHour:
+// rounded, en-US digit groups): "3,600 requests/h".
+func perHour(n float64) string {
+	d := strconv.FormatInt(int64(math.Round(n)), 10)
+	for i := len(d) - 3; i > 0; i -= 3 {
+		d = d[:i] + "," + d[i:]
+	}
+	return d + " requests/h"
 }
 
 // triple formats t as the page shows a triple: "1m0s / 30s / 15s".
@@ -209,7 +244,9 @@ func slashed(t election.Timings) string {
 // the chart, the clusters that differ), types an invalid value and sees the
 // message the webhook gives for it, tries a triple only the webhook can
 // refuse (it would break a cluster's agent) and sees that refusal as it
-// came, saves a valid triple and sees it pending, then in effect, through
+// came, previews a valid triple (the page's plan: changes, restarts, lock
+// requests, equal to what `leasetune plan --set` prints for the page's
+// writes on the same installation at that moment), saves it and sees it pending, then in effect, through
 // the store's watch alone (no request after the page's first reads but its
 // writes); the Setting objects then hold it. As the viewer the page is
 // read-only and says why, and a PUT forced through the page's own path
@@ -270,7 +307,7 @@ func TestBrowser(t *testing.T) {
 	cmd.Env = append(os.Environ(), "LT_URL="+srv.URL, "LT_OUT="+out, "CHROMIUM="+strings.TrimSpace(string(chromium)),
 		"LT_EDITOR="+login(t, steve, users.editor), "LT_VIEWER="+login(t, steve, users.viewer),
 		"LT_INVALID=999ms", "LT_REFUSED="+slashed(refused), "LT_VALID="+slashed(valid), "LT_VALID_SHOWN="+triple(valid),
-		"LT_FORCED="+forced+"=5s")
+		"LT_FORCED="+forced+"=5s", "LT_PLAN="+planArgv(t, s))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	raw, err := cmd.Output()
@@ -455,6 +492,39 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("the page's plan for the proposed triple is leasetune plan --set's on the same installation", func(t *testing.T) {
+		e := res.Editor
+		p := e.CLIPlan
+		if p == nil {
+			t.Fatal("drive.js ran no leasetune plan")
+		}
+		var want []string
+		for _, c := range p.Changes {
+			old := c.Old
+			if old == "" {
+				old = "(absent)"
+			}
+			want = append(want, strings.Join([]string{c.Object, c.Field, old, c.New, c.Restarts}, " "))
+		}
+		if len(want) == 0 || joined(want) != joined(e.PreviewChanges) {
+			t.Errorf("the page's changes:\n%s\nleasetune plan's:\n%s", strings.Join(e.PreviewChanges, "\n"), strings.Join(want, "\n"))
+		}
+		x := p.Totals
+		restarts := fmt.Sprintf("Restarts: %d Deployment rollout(s), %d fleet-agent redeploy(s), %d cattle-cluster-agent redeploy(s), %d cluster(s) whose nodes are re-planned.",
+			x.Rollouts, x.FleetAgents, x.ClusterAgents, x.NodePlans)
+		if e.PreviewTotals != restarts {
+			t.Errorf("the page's restarts %q, leasetune plan's %q", e.PreviewTotals, restarts)
+		}
+		locks := fmt.Sprintf("Lock requests: Fleet controllers %s (now %s), fleet-agents %s (now %s), Rancher %s (now %s).",
+			perHour(x.Ctrl), perHour(x.CtrlBefore), perHour(x.Agents), perHour(x.AgentsBefore), perHour(x.Rancher), perHour(x.RancherBefore))
+		if e.PreviewLocks != locks {
+			t.Errorf("the page's lock requests %q, leasetune plan's %q", e.PreviewLocks, locks)
+		}
+		if x.Agents >= x.AgentsBefore || x.FleetAgents == 0 {
+			t.Errorf("leasetune plan: agents' lock requests %v → %v, %d fleet-agent redeploys; want fewer requests and redeploys for a longer retry period", x.AgentsBefore, x.Agents, x.FleetAgents)
+		}
+	})
+
 	t.Run("a saved triple is pending, then in effect, and in the Settings", func(t *testing.T) {
 		e := res.Editor
 		if !strings.Contains(e.Preview, "Deployment rollout(s)") || !strings.Contains(strings.Join(e.PreviewChanges, "\n"), "FLEET_AGENT_ELECTION_") {
@@ -527,6 +597,19 @@ func TestBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// planArgv is the argv of `leasetune plan --output json` on s's
+// installation (JSON, for drive.js's LT_PLAN).
+func planArgv(t *testing.T, s *server) string {
+	t.Helper()
+	kc, err := cp.Kubeconfig(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv, _ := json.Marshal([]string{buildBinary(t), "plan", "--output", "json", "--kubeconfig", kc,
+		"--namespace", s.ns, "--fleet-namespace", s.fleetNS, "--rancher-namespace", s.rancherNS})
+	return string(argv)
 }
 
 // fleetCluster creates a standalone fleet Cluster with spec.agentEnvVars

@@ -120,9 +120,9 @@ func isKindMissing(err error) bool {
 // server is a manager running in this process as the only replica, with
 // the webhook and /v3/settings on addr (HTTPS) and the bundle on uiAddr.
 type server struct {
-	ns, addr, uiAddr, fleetNS string
-	cancel                    context.CancelFunc
-	done                      chan error
+	ns, addr, uiAddr, fleetNS, rancherNS string
+	cancel                               context.CancelFunc
+	done                                 chan error
 }
 
 type serverOptions struct {
@@ -139,7 +139,7 @@ type serverOptions struct {
 func startServer(t *testing.T, o serverOptions) *server {
 	t.Helper()
 	resetSettings(t)
-	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), addr: freeAddr(t), uiAddr: freeAddr(t), done: make(chan error, 1)}
+	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t), addr: freeAddr(t), uiAddr: freeAddr(t), done: make(chan error, 1)}
 	installWebhookConfig(t, s)
 	sa := rest.CopyConfig(cp.Config)
 	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + s.ns + ":leasetune", Groups: []string{"system:masters"}}
@@ -148,7 +148,7 @@ func startServer(t *testing.T, o serverOptions) *server {
 		o.settle = time.Second
 	}
 	cfg := manager.Config{
-		Namespace: s.ns, FleetNamespace: s.fleetNS, RancherNamespace: cp.Namespace(t), ChannelOverride: o.channel,
+		Namespace: s.ns, FleetNamespace: s.fleetNS, RancherNamespace: s.rancherNS, ChannelOverride: o.channel,
 		QPS: 100, Burst: 200, Workers: 1, Settle: o.settle,
 		WebhookAddr: s.addr, WebhookService: "leasetune-webhook", WebhookHosts: []string{"127.0.0.1"}, CertCheckInterval: time.Second,
 		WebhookConfigName: "leasetune", ServiceAccount: "system:serviceaccount:" + s.ns + ":leasetune",

@@ -18,7 +18,10 @@
 // LT_EDITOR and LT_VIEWER (the users' session cookies), LT_INVALID (a
 // retry period the rules refuse), LT_REFUSED and LT_VALID (fleet-agent
 // triples "lease/renew/retry": one the webhook refuses, one it accepts),
-// LT_VALID_SHOWN (the accepted triple as the page shows it), LT_FORCED (the Setting the viewer's forced PUT writes, "name=value").
+// LT_VALID_SHOWN (the accepted triple as the page shows it), LT_FORCED (the Setting the viewer's forced PUT writes, "name=value"),
+// LT_PLAN (optional: a JSON array, the argv of `leasetune plan --output json`
+// for this installation; run with the page's writes as --set at the preview).
+const { execFileSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const puppeteer = require('puppeteer-core');
@@ -158,7 +161,18 @@ async function editor(browser, r) {
   await page.waitForSelector(`${ card } .save-preview`);
   e.preview = await text(`${ card } .save-preview`);
   e.previewWrites = await page.$$eval(`${ card } .write-order li`, (ls) => ls.map((l) => l.textContent.trim()));
-  e.previewChanges = await page.$$eval(`${ card } .changes tbody tr`, (rows) => rows.map((x) => x.textContent.replace(/\s+/g, ' ').trim()));
+  e.previewChanges = await page.$$eval(`${ card } .changes tbody tr`, (rows) => rows.map((x) => [...x.cells].map((c) => c.textContent.replace(/\s+/g, ' ').trim()).join(' ')));
+  e.previewTriples = await text(`${ card } .save-preview .triples`);
+  e.previewTotals = await text(`${ card } .save-preview .totals`);
+  e.previewLocks = await text(`${ card } .save-preview .locks`);
+  if (process.env.LT_PLAN) {
+    // `leasetune plan --set` for the page's writes, on the installation as
+    // it is while the preview shows: what the page's plan must equal.
+    const argv = JSON.parse(process.env.LT_PLAN);
+    const sets = e.previewWrites.flatMap((w) => ['--set', w]);
+
+    e.cliPlan = JSON.parse(execFileSync(argv[0], [...argv.slice(1), ...sets], { encoding: 'utf8' }));
+  }
   await page.$eval(`${ card } .save-preview`, (el) => el.scrollIntoView({ block: 'center' }));
   await shot('save-preview');
   await page.click(`${ card } .confirm`);
