@@ -54,7 +54,7 @@ test-integration:
 	  else echo "test-integration: failed after $$((SECONDS - start))s"; exit 1; fi
 
 # The real Rancher v2.12.12 and Fleet v0.13.14 and v0.14.10 beside leasetune
-# (tests/upstream, README "The real Rancher and Fleet"). scripts/upstream.sh
+# (tests/upstream, docs/upstream.md). scripts/upstream.sh
 # builds them from ../shared/upstream into a cache outside the clone
 # ($$LEASETUNE_UPSTREAM_CACHE, default ~/.cache/leasetune-upstream): about
 # 40 minutes for Rancher and 10 for each Fleet the first time on 2 cores,

@@ -32,7 +32,8 @@ const (
 
 // certValidity is how long the CA and the serving certificate are valid.
 // To rotate, delete the Secret: EnsureCerts then makes a new one, which
-// every replica picks up when it rereads the Secret (see README).
+// every replica picks up when it rereads the Secret (see
+// docs/settings.md).
 const certValidity = 10 * 365 * 24 * time.Hour
 
 // EnsureCerts returns the serving certificate and the CA bundle from the

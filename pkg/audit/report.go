@@ -196,7 +196,7 @@ var (
 // "cattle-controllers"); wrangler's RunOrDie puts an empty namespace in
 // kube-system), governed by the rancher-leader-election-* settings. In a
 // downstream cluster's log the same Lease is cattle-cluster-agent's, which
-// reads the env of the cluster's agentEnvVars (see the README).
+// reads the env of the cluster's agentEnvVars (see docs/rancher.md).
 func ManagedComponent(resource, namespace, name string) settings.Component {
 	if resource != "leases" {
 		return ""

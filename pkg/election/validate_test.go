@@ -162,7 +162,7 @@ func TestFloor(t *testing.T) {
 		t.Fatalf("the floors do not validate: %v", err)
 	}
 	if MinRetryPeriod != time.Second || MinRenewAttempts != 2 {
-		t.Errorf("MinRetryPeriod %s, MinRenewAttempts %d; README states 1s and 2", MinRetryPeriod, MinRenewAttempts)
+		t.Errorf("MinRetryPeriod %s, MinRenewAttempts %d; docs/check.md states 1s and 2", MinRetryPeriod, MinRenewAttempts)
 	}
 	for _, f := range Fields {
 		less := floor.With(f, floor.Get(f)-ns)

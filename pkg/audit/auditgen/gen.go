@@ -1,7 +1,7 @@
 // Package auditgen writes synthetic kube-apiserver audit logs (one
 // audit.k8s.io/v1 Event per line, as the apiserver's JSON log backend
 // writes them) with leader-election traffic of known timings, for the
-// benchmark of pkg/audit, its tests and the README example.
+// benchmark of pkg/audit, its tests and the example in docs/audit.md.
 //
 // The log mimics the installation of SURE-3805 (DESIGN.md section 1): Fleet
 // locks at wrangler's 2s retry period beside ordinary traffic (lists,

@@ -100,8 +100,8 @@ type Decision struct {
 	Err     error
 }
 
-// Decide computes a cluster's spec.agentEnvVars. The rule (README, "What
-// reaches each downstream cluster") is that a write happens only when the
+// Decide computes a cluster's spec.agentEnvVars. The rule (docs/agents.md,
+// "What reaches each downstream cluster") is that a write happens only when the
 // env a process reads changes, and no write ever gives an agent Deployment
 // a second entry of an env name:
 //

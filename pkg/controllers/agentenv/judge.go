@@ -23,7 +23,7 @@ import (
 // leaves alone), the agent runs a mix, the last entry of a name winning. A
 // global change that passes every check of its own can so leave an agent
 // with a triple client-go refuses: the judgement below finds such clusters
-// (README, "Validation at the door").
+// (docs/settings.md, "Validation at the door").
 
 // ClusterEnv is a fleet Cluster's CATTLE_ELECTION_* entries, in order.
 type ClusterEnv struct {

@@ -71,8 +71,8 @@ type outcome struct {
 }
 
 // planSync decides one cluster's sync from what gather read: a pure
-// function of st. The rules (README, "What reaches each downstream
-// cluster"):
+// function of st. The rules (docs/agents.md, "What reaches each
+// downstream cluster"):
 //
 //   - nothing is written while the cluster is gone, the global agent
 //     triple or the channel is not known, or its source object is not

@@ -74,8 +74,8 @@ func rancherCopies(t *testing.T, from *unstructured.Unstructured, gvr schema.Gro
 }
 
 // TestCleanupFindsWhatItWroteWhereverItIs: each kind of cluster has its
-// own source of agent env (README, "What reaches each downstream
-// cluster"), and cleanup removes what leasetune wrote from the source,
+// own source of agent env (docs/agents.md, "What reaches each
+// downstream cluster"), and cleanup removes what leasetune wrote from the source,
 // wherever that is: the fleet Cluster of a standalone cluster, the
 // management Cluster of a legacy one (c-xxxxx), the provisioning Cluster of
 // every other Rancher cluster (provisioned, and imported beside a Rancher

@@ -84,7 +84,7 @@ func logSize(t *testing.T) int64 {
 // bundle server, the Rancher Deployment's env) beside a Fleet
 // v0.14.10 installation with clusters, converged, sends the kube-apiserver
 // nothing but its own Lease's get and update for restWindow: everything else
-// is watched, not polled (README, "Its own footprint").
+// is watched, not polled (docs/footprint.md).
 func TestAtRestOnlyItsLease(t *testing.T) {
 	ctx := context.Background()
 	ns, fleetNS, rancherNS, clusterNS := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)

@@ -44,7 +44,7 @@ func (e *env) pendingAt(t *testing.T) time.Time {
 // TestSettlePendingWritesNothing: a write of the triple in effect waits
 // for a rollout; meanwhile the operator sets another value, pending in the
 // settle time; the rollout ends before the settle time does. Nothing may be
-// written until the settle time ends (README: "It never happens while the
+// written until the settle time ends (docs/rancher.md: "It never happens while the
 // triple is pending in the settle time"), and then only the new triple: one
 // write, one rollout, not a rollout for a triple already replaced and
 // another for the new one.

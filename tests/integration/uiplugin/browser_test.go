@@ -253,8 +253,8 @@ func slashed(t election.Timings) string {
 // answers 403 with the Setting unchanged. Every request of the browser is
 // intercepted: no token minted, no proxy path, no header of the page's
 // own, no call of a leasetune API. Screenshots go to ui/test-output/browser
-// (LEASETUNE_UPDATE_SCREENSHOT=1 also copies the page's into docs/ for the
-// README).
+// (LEASETUNE_UPDATE_SCREENSHOT=1 also copies the page's into docs/ for
+// docs/ui.md).
 func TestBrowser(t *testing.T) {
 	chromium, err := exec.Command("bash", filepath.Join(root, "scripts/chromium.sh")).Output()
 	if err != nil {
