@@ -70,6 +70,8 @@ test-upstream: ## the suite beside the real Rancher and Fleet (builds them first
 	  scripts/upstream.sh >/dev/null || exit 1; echo "test-upstream: Rancher and Fleet ready ($$((SECONDS - start))s)"; \
 	  echo "test-upstream: Rancher's dashboard (scripts/dashboard.sh: about 3 minutes the first time) ..."; start=$$SECONDS; \
 	  scripts/dashboard.sh >/dev/null || exit 1; echo "test-upstream: dashboard ready ($$((SECONDS - start))s)"; \
+	  echo "test-upstream: the browser driver's packages (scripts/ui.sh deps: npm ci of ui/package-lock.json when missing) ..."; start=$$SECONDS; \
+	  scripts/ui.sh deps >/dev/null || exit 1; echo "test-upstream: ui/node_modules ready ($$((SECONDS - start))s)"; \
 	  for pkg in $(UPSTREAM_PKGS); do \
 	    echo "test-upstream: go test -tags upstream $$pkg (each step prints a line with its duration) ..."; start=$$SECONDS; \
 	    if KUBEBUILDER_ASSETS="$$assets" $(GO) test -tags upstream -count=1 -v -timeout 40m $$pkg; then echo "test-upstream: $$pkg passed in $$((SECONDS - start))s"; \

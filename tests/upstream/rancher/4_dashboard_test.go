@@ -76,6 +76,11 @@ func Test08Dashboard(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no chromium (scripts/chromium.sh): %v", err)
 	}
+	// puppeteer-core, from ui/package-lock.json (a fresh clone has no
+	// ui/node_modules).
+	if out, err := exec.Command("bash", filepath.Join(root, "scripts/ui.sh"), "deps").CombinedOutput(); err != nil {
+		t.Fatalf("scripts/ui.sh deps (ui/node_modules, for puppeteer-core): %v\n%s", err, out)
+	}
 	ctx := context.Background()
 	// Rancher's first-login page would come first (shell
 	// config/router/navigation-guards/attempt-first-login.js).
