@@ -1,6 +1,6 @@
 # leasetune: see README.md. Every target works on a fresh clone; tools that
 # are built from source (kube-apiserver, etcd) come from committed tools
-# modules and are cached under .cache/.
+# modules and are cached once per machine in ~/.cache/leasetune (scripts/lib/cache.sh).
 
 SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
@@ -33,7 +33,7 @@ run: build ## run leasetune: against $$KUBECONFIG when set, else against a local
 	  exec bin/devenv "$$assets" "$$PWD/$(BIN)" "$$PWD/.cache/dev" "$$PWD/.cache/dev/webhook.yaml"; \
 	fi
 
-controlplane: ## build kube-apiserver and etcd into .cache/controlplane (idempotent)
+controlplane: ## build kube-apiserver, etcd and kubectl into ~/.cache/leasetune/controlplane (idempotent)
 	scripts/controlplane.sh
 
 test: test-unit test-ui test-integration ## unit tests (fuzz seed corpora included), the UI's jest tests and integration tests (the browser test among them)

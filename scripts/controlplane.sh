@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds a real kube-apiserver, etcd and kubectl for envtest and `make run` from the pinned Go modules
-# in tools/controlplane/go.mod, into a git-ignored cache folder:
-#   .cache/controlplane/k8s-<kubernetes version>-etcd-<etcd version>/
+# in tools/controlplane/go.mod, into the machine's cache (scripts/lib/cache.sh):
+#   ~/.cache/leasetune/controlplane/k8s-<kubernetes version>-etcd-<etcd version>/
 # Idempotent: if both binaries are already there, nothing is built.
 # The absolute folder path is the LAST line on stdout (progress goes to stderr):
 #   KUBEBUILDER_ASSETS=$(scripts/controlplane.sh)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib/cache.sh
+source "$root/scripts/lib/cache.sh"
 tools="$root/tools/controlplane"
 command -v go >/dev/null 2>&1 || PATH="/usr/local/go/bin:$PATH"
 
@@ -19,7 +21,7 @@ k8s_version="$(modver k8s.io/kubernetes '{{.Version}}')"              # e.g. v1.
 k8s_date="$(modver k8s.io/kubernetes '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}')"
 etcd_version="$(modver go.etcd.io/etcd/server/v3 '{{.Version}}')"      # e.g. v3.5.16
 
-out="$root/.cache/controlplane/k8s-${k8s_version}-etcd-${etcd_version}"
+out="$(leasetune_cache)/controlplane/k8s-${k8s_version}-etcd-${etcd_version}"
 if [[ -x "$out/kube-apiserver" && -x "$out/etcd" && -x "$out/kubectl" ]]; then
   echo "$out"
   exit 0

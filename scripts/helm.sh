@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Builds the helm CLI pinned in tools/helm/go.mod into a git-ignored cache
-# folder, .cache/tools/helm-<version>/helm, once; prints the binary's path as
+# Builds the helm CLI pinned in tools/helm/go.mod into the machine's cache
+# (scripts/lib/cache.sh), ~/.cache/leasetune/tools/helm-<version>/helm, once; prints the binary's path as
 # the last line on stdout (progress goes to stderr):
 #   HELM=$(scripts/helm.sh)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib/cache.sh
+source "$root/scripts/lib/cache.sh"
 tools="$root/tools/helm"
 command -v go >/dev/null 2>&1 || PATH="/usr/local/go/bin:$PATH"
 version="$(cd "$tools" && go list -mod=readonly -m -f '{{.Version}}' helm.sh/helm/v3)"
-out="$root/.cache/tools/helm-$version"
+out="$(leasetune_cache)/tools/helm-$version"
 if [[ -x "$out/helm" ]]; then
   echo "$out/helm"
   exit 0
