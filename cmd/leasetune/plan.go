@@ -154,7 +154,8 @@ func newCleanupCommand() *cobra.Command {
 		Short: "Remove the cluster agent env entries and the state leasetune wrote (lists first; --yes to do it)",
 		Long: `Remove what leasetune wrote to the downstream clusters (the CATTLE_ELECTION_*
 entries its record shows, and its annotations), its state ConfigMaps, its
-webhook Secret and its Lease. Without --yes it only lists them.
+webhook Secret, its Lease and its ElectionStatus. Without --yes it only lists
+them.
 Stop the controller first (uninstall the chart), or it writes them again; the
 chart's own objects (the UIPlugin of the Rancher UI extension among them) go
 with helm uninstall. The

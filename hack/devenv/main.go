@@ -37,6 +37,9 @@ import (
 	"leasetune.io/leasetune/pkg/manager"
 )
 
+// statusCRD is the chart's ElectionStatus CRD, relative to the repository.
+const statusCRD = "charts/leasetune/crds/electionstatuses.leasetune.io.yaml"
+
 //go:embed crds/*.yaml
 var crdFiles embed.FS
 
@@ -159,6 +162,17 @@ func run() error {
 		}
 		list = append(list, &c)
 	}
+	// leasetune's own ElectionStatus CRD, as the chart installs it (make run
+	// runs from the repository's root).
+	b, err := os.ReadFile(statusCRD)
+	if err != nil {
+		return fmt.Errorf("the ElectionStatus CRD: %w", err)
+	}
+	var status apiextv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(b, &status); err != nil {
+		return fmt.Errorf("%s: %w", statusCRD, err)
+	}
+	list = append(list, &status)
 	fmt.Println("starting kube-apiserver and etcd ...")
 	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: list, ControlPlaneStartTimeout: 3 * time.Minute}
 	cfg, err := env.Start()
@@ -290,6 +304,9 @@ Ctrl-C stops everything: leasetune first (it releases its Lease), then the contr
 	case <-ctx.Done():
 		return stopLeasetune()
 	case err = <-done:
+		if err == nil {
+			return errors.New("leasetune exited on its own (status 0) before Ctrl-C")
+		}
 		return fmt.Errorf("leasetune exited: %w", err)
 	}
 }
