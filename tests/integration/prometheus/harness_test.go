@@ -56,7 +56,7 @@ var (
 	envErr  string
 )
 
-// shared returns the shared env, starting it on the first call; it skips
+// sharedEnv returns the shared env, starting it on the first call; it skips
 // t when there is no Prometheus and fails it when starting failed (in this
 // test or an earlier one).
 func sharedEnv(t *testing.T) *env {
@@ -66,8 +66,8 @@ func sharedEnv(t *testing.T) *env {
 	}
 	envOnce.Do(func() {
 		envErr = "the shared installation did not start (see the first test's failure)"
-		e := start(t)
-		shared, envErr = e, ""
+		start(t)
+		envErr = ""
 	})
 	if envErr != "" {
 		t.Fatal(envErr)
@@ -87,8 +87,10 @@ func namespace(t *testing.T) string {
 	return ns.Name
 }
 
-// start seeds the installation, runs the controller and Prometheus.
-func start(t *testing.T) *env {
+// start seeds the installation, runs the controller and Prometheus, and
+// stores them in shared (TestMain stops what was started, also when start
+// fails half-way).
+func start(t *testing.T) {
 	t.Helper()
 	root, err := framework.RepoRoot()
 	if err != nil {
@@ -104,6 +106,7 @@ func start(t *testing.T) *env {
 	}
 	e := &env{ns: namespace(t), fleetNS: namespace(t), rancherNS: namespace(t), clusterNS: namespace(t),
 		metricsAddr: framework.FreeAddr(t), webhookAddr: framework.FreeAddr(t), dash: d, dir: dir, done: make(chan error, 1)}
+	shared = e
 	e.seed(t)
 
 	sa := rest.CopyConfig(cp.Config)
@@ -132,10 +135,8 @@ func start(t *testing.T) *env {
 	e.promStarted = time.Now()
 	e.prom, err = startPrometheus(dir, []target{{job: "apiserver", addr: apiserver, tls: true}, {job: "leasetune", addr: e.metricsAddr}})
 	if err != nil {
-		e.stop()
 		t.Fatal(err)
 	}
-	return e
 }
 
 // stop stops Prometheus and the controller and removes Prometheus's data.

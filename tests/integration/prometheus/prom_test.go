@@ -149,17 +149,16 @@ type apiResponse struct {
 	Error     string          `json:"error"`
 }
 
-// get calls the HTTP API at path with the form values and decodes data
+// get calls the HTTP API at path (GET) with the form values and decodes data
 // into out; an answer other than success is an error with Prometheus's
 // message.
 func (p *promServer) get(path string, form url.Values, out interface{}) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.addr+path, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+path+"?"+form.Encode(), nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
