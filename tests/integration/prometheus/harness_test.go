@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -131,9 +132,12 @@ func start(t *testing.T) {
 		return err == nil && len(l.Items) == len(settings.Registry)
 	})
 
-	apiserver := strings.TrimPrefix(strings.TrimPrefix(cp.Config.Host, "https://"), "http://")
+	host, err := url.Parse(cp.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.promStarted = time.Now()
-	e.prom, err = startPrometheus(dir, []target{{job: "apiserver", addr: apiserver, tls: true}, {job: "leasetune", addr: e.metricsAddr}})
+	e.prom, err = startPrometheus(dir, []target{{job: "apiserver", addr: host.Host, tls: true}, {job: "leasetune", addr: e.metricsAddr}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,8 @@ func startPrometheus(dir string, targets []target) (*promServer, error) {
 		select {
 		case err := <-p.done:
 			p.done <- err
-			return nil, fmt.Errorf("prometheus exited: %v; its log:\n%s", err, p.logTail())
+			b, _ := os.ReadFile(cfg)
+			return nil, fmt.Errorf("prometheus exited: %v; its configuration:\n%s\nits log:\n%s", err, b, p.logTail())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -23,12 +23,14 @@ func jobOf(metric string) string {
 	return "apiserver"
 }
 
-// refuseOnce makes the two refusal counters exist, as an operator would
-// see them: a value the controller refuses (written while no webhook is
-// registered, so that it gets past the door), then set back, and a value
-// the admission webhook refuses once the chart's webhook configuration is
-// installed (removed again when t ends).
-func (e *env) refuseOnce(t *testing.T) {
+// operate does what makes every series of the dashboard exist, as an
+// operator's first hour would: a value the controller refuses (written
+// while no webhook is registered, so that it gets past the door), then set
+// back; a change of the Fleet controllers' retry period (its propagation
+// time is the first one measured: the start-up pass is not a change); and
+// a value the admission webhook refuses once the chart's webhook
+// configuration is installed (removed again when t ends).
+func (e *env) operate(t *testing.T) {
 	t.Helper()
 	// renewDeadline 40s beyond the lease's 30s: invalid.
 	if err := e.patchSettings("fleet-leader-election-renew-deadline", "40s"); err != nil {
@@ -37,9 +39,17 @@ func (e *env) refuseOnce(t *testing.T) {
 	framework.Eventually(t, "the controller's TimingsRefused Event", func() bool {
 		return len(events(t, "", "fleet-leader-election-renew-deadline", settings.ReasonRefused)) > 0
 	})
-	if err := e.patchSettings("fleet-leader-election-renew-deadline", "25s"); err != nil {
+	if err := e.patchSettings("fleet-leader-election-renew-deadline", "25s", "fleet-leader-election-retry-period", "8s"); err != nil {
 		t.Fatal(err)
 	}
+	framework.Eventually(t, "the Fleet controllers' new triple applied", func() bool {
+		for _, ev := range events(t, "", "fleet-leader-election-retry-period", settings.ReasonApplied) {
+			if strings.Contains(ev.message, "retryPeriod=8s") {
+				return true
+			}
+		}
+		return false
+	})
 	cp.InstallWebhookConfig(t, framework.RenderChart(t, "namespaceOverride="+e.ns), e.webhookAddr)
 	framework.Eventually(t, "caBundle published", func() bool {
 		v, err := cp.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(context.Background(), "leasetune", metav1.GetOptions{})
@@ -54,13 +64,13 @@ func (e *env) refuseOnce(t *testing.T) {
 // TestEveryQueryAnswers: every query of the dashboard, evaluated by the
 // real Prometheus over the installation (Fleet v0.9.9 with clusters, the
 // Rancher Deployment, leasetune with its webhook, after one refusal by the
-// controller and one at admission), returns a non-empty result; and every
+// controller, one change and one refusal at admission), returns a non-empty result; and every
 // metric a query names is one Prometheus scraped, from leasetune's
 // /metrics or the kube-apiserver's, with every label the query matches on.
 func TestEveryQueryAnswers(t *testing.T) {
 	e := sharedEnv(t)
-	e.refuseOnce(t)
-	for _, metric := range []string{"leasetune_settings_refused_total", "leasetune_admission_refused_total"} {
+	e.operate(t)
+	for _, metric := range []string{"leasetune_settings_refused_total", "leasetune_admission_refused_total", "leasetune_last_propagation_duration_seconds"} {
 		framework.Eventually(t, metric+" scraped", func() bool {
 			s, err := e.prom.query(metric, time.Time{})
 			return err == nil && len(s) > 0
