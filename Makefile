@@ -112,14 +112,16 @@ verify-generated: ## fail if the committed generated code differs from what gene
 HELM_TEMPLATE_FLAGS := --namespace leasetune-system --kube-version 1.30.0
 # (the chart needs 1.28+: the webhook's matchConditions)
 
-chart-lint: ## helm lint and helm template of charts/leasetune (helm built from tools/helm), also with the Grafana dashboard's ConfigMap; the UIPlugin only where its API is served
+chart-lint: ## helm lint and helm template of charts/leasetune (helm built from tools/helm); the UIPlugin only where its API is served
 	helm="$$(scripts/helm.sh)" && "$$helm" lint --strict charts/leasetune && \
 	  "$$helm" lint --strict charts/leasetune --set installCRDs=false,replicaCount=1,podDisruptionBudget.enabled=false && \
-	  "$$helm" lint --strict charts/leasetune --set monitoring.dashboards.enabled=true && \
 	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) >/dev/null && \
 	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^kind: PodDisruptionBudget' && \
 	  ! "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^kind: UIPlugin' && \
-	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --api-versions catalog.cattle.io/v1/UIPlugin | grep -q '^kind: UIPlugin'
+	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --api-versions catalog.cattle.io/v1/UIPlugin | grep -q '^kind: UIPlugin' && \
+	  "$$helm" lint --strict charts/leasetune --set monitoring.dashboards.enabled=true && \
+	  ! "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^  name: leasetune-dashboard$$' && \
+	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --set monitoring.dashboards.enabled=true | grep -q '^  name: leasetune-dashboard$$'
 
 lint: verify-generated verify-ui chart-lint golangci-lint ## gofmt, go vet, golangci-lint, go.mod tidiness, generated code current, the embedded UI bundle current, chart
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -245,7 +245,7 @@ func TestLockRateMatchesAudit(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		runElectors(t, ctx, &wg, ns, timings)
-		time.Sleep(2*timings.RetryPeriod + time.Second) // the followers' first tries, the new cadence established
+		time.Sleep(timings.RetryPeriod + time.Second) // the followers' first tries, the new cadence established
 		time.Sleep(window)
 		end := time.Now()
 		cancel()

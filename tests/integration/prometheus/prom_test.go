@@ -80,13 +80,13 @@ func startPrometheus(dir string, targets []target) (*promServer, error) {
 			return p, nil
 		} else if time.Now().After(deadline) {
 			p.stop()
-			return nil, fmt.Errorf("prometheus: targets not all up within a minute (%v); its log:\n%s", err, p.logTail())
+			return nil, fmt.Errorf("prometheus: targets not all up within a minute (%w); its log:\n%s", err, p.logTail())
 		}
 		select {
 		case err := <-p.done:
 			p.done <- err
 			b, _ := os.ReadFile(cfg)
-			return nil, fmt.Errorf("prometheus exited: %v; its configuration:\n%s\nits log:\n%s", err, b, p.logTail())
+			return nil, fmt.Errorf("prometheus exited: %w; its configuration:\n%s\nits log:\n%s", err, b, p.logTail())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -122,16 +122,21 @@ func freePort() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// stop asks Prometheus to end (SIGINT) and kills it after 10 s; how it
+// ended does not matter to the tests.
 func (p *promServer) stop() {
-	if p.cmd.Process != nil {
-		_ = p.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
+	if p.cmd.Process == nil {
+		return
 	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	var err error
+	select {
+	case err = <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		err = <-p.done
+	}
+	_ = err
 }
 
 func (p *promServer) logTail() string {
