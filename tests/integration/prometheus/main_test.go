@@ -81,10 +81,14 @@ func run(m *testing.M) int {
 	return code
 }
 
-// findPrometheus runs scripts/prometheus.sh (builds Prometheus once, or
-// installs Debian's) and returns the path it prints last, or, when it
-// fails, why.
+// findPrometheus returns $LEASETUNE_PROMETHEUS when set (another
+// Prometheus to run the tests with, such as Debian's /usr/bin/prometheus),
+// else runs scripts/prometheus.sh (builds Prometheus once, or installs
+// Debian's) and returns the path it prints last, or, when it fails, why.
 func findPrometheus(root string) (path, why string) {
+	if p := os.Getenv("LEASETUNE_PROMETHEUS"); p != "" {
+		return p, ""
+	}
 	var stderr bytes.Buffer
 	cmd := exec.Command("bash", filepath.Join(root, "scripts", "prometheus.sh"))
 	cmd.Stderr = &stderr

@@ -3,6 +3,7 @@ package prometheus_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -147,6 +148,11 @@ func (p *promServer) logTail() string {
 	return string(b)
 }
 
+// errNoParseQuery: this Prometheus has no /api/v1/parse_query (added in
+// 3.0: github.com/prometheus/prometheus v0.300.0 web/api/v1/api.go has it,
+// v0.55.1 has not; Debian 12's 2.42 lacks it).
+var errNoParseQuery = errors.New("this Prometheus has no /api/v1/parse_query")
+
 // apiResponse is the envelope of Prometheus's HTTP API answers.
 type apiResponse struct {
 	Status    string          `json:"status"`
@@ -173,6 +179,9 @@ func (p *promServer) get(path string, form url.Values, out interface{}) error {
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return err
+	}
+	if resp.StatusCode == http.StatusNotFound && path == "/api/v1/parse_query" {
+		return errNoParseQuery
 	}
 	var r apiResponse
 	if err := json.Unmarshal(body, &r); err != nil {

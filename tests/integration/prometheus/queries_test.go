@@ -2,6 +2,7 @@ package prometheus_test
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"strings"
 	"testing"
@@ -105,6 +106,13 @@ func TestEveryQueryAnswers(t *testing.T) {
 		}
 		t.Logf("%s → %d series, e.g. %v", q, len(got), got[:min(len(got), 1)])
 		sels, err := e.prom.selectors(expr)
+		if errors.Is(err, errNoParseQuery) {
+			// Debian's Prometheus (2.42, scripts/prometheus.sh's fallback)
+			// predates /api/v1/parse_query: the answers are checked, the
+			// names are not.
+			t.Logf("%s: %v: the metric and label names are not checked", q, err)
+			continue
+		}
 		if err != nil {
 			t.Errorf("%s: parse_query: %v", q, err)
 			continue
