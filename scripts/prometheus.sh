@@ -7,10 +7,13 @@
 # 1. Builds github.com/prometheus/prometheus/cmd/prometheus at the version
 #    tools/prometheus/go.mod pins into a git-ignored cache folder,
 #    .cache/tools/prometheus-<version>/prometheus, once (a few minutes on 2
-#    cores; seconds afterwards). Build tags: remove_all_sd (no cloud or
-#    Kubernetes service discovery: the tests scrape static targets, and
-#    those SDKs are most of the build) and no builtinassets (the web UI's
-#    assets are not embedded; the tests use only the HTTP API).
+#    cores the first time, 9 s to relink from Go's build cache; seconds
+#    afterwards). Build tags: remove_all_sd (no cloud or Kubernetes service
+#    discovery: plugins/plugin_*.go are `//go:build !remove_all_sd ||
+#    enable_<name>_sd`, plugins/minimum.go keeps file and HTTP; the tests
+#    scrape static targets) and no builtinassets (web/ui/ui.go,
+#    `//go:build !builtinassets`, serves the web UI from disk, which the
+#    module does not ship; the tests use only the HTTP API).
 # 2. If that build fails and this is a root shell with apt-get, installs
 #    Debian's prometheus package instead (its service is kept from starting
 #    while it installs) and prints /usr/bin/prometheus.
