@@ -12,8 +12,9 @@
 #    discovery: plugins/plugin_*.go are `//go:build !remove_all_sd ||
 #    enable_<name>_sd`, plugins/minimum.go keeps file and HTTP; the tests
 #    scrape static targets) and no builtinassets (web/ui/ui.go,
-#    `//go:build !builtinassets`, serves the web UI from disk, which the
-#    module does not ship; the tests use only the HTTP API).
+#    `//go:build !builtinassets`, serves the web UI from web/ui/static under
+#    the working directory, which is not there: no UI; the tests use only
+#    the HTTP API).
 # 2. If that build fails and this is a root shell with apt-get, installs
 #    Debian's prometheus package instead (its service is kept from starting
 #    while it installs) and prints /usr/bin/prometheus.
