@@ -41,14 +41,23 @@ test: test-unit test-ui test-integration ## unit tests (fuzz seed corpora includ
 # -race: the controllers share caches and state between goroutines.
 # Each step says what it runs, then how long it took: compiling client-go
 # and the rest with -race takes minutes before go test prints anything.
+# The Grafana dashboard's queries are parsed by Prometheus's own PromQL
+# parser in the tools module that pins Prometheus (tools/prometheus, its own
+# go.mod: Prometheus's dependencies stay out of the root module's).
 test-unit:
 	@echo "test-unit: go test -race over $(words $(UNIT_PKGS)) packages (the first build with -race takes minutes) ..."; start=$$SECONDS; \
 	  if $(GO) test -race -count=1 $(UNIT_PKGS); then echo "test-unit: passed in $$((SECONDS - start))s"; \
 	  else echo "test-unit: failed after $$((SECONDS - start))s"; exit 1; fi
+	@echo "test-unit: the dashboard's PromQL (cd tools/prometheus && go test) ..."; start=$$SECONDS; \
+	  if (cd tools/prometheus && $(GO) test -mod=readonly -count=1 ./...); then echo "test-unit: the dashboard's PromQL passed in $$((SECONDS - start))s"; \
+	  else echo "test-unit: the dashboard's PromQL failed after $$((SECONDS - start))s"; exit 1; fi
 
 test-integration:
 	@echo "test-integration: control plane (scripts/controlplane.sh; built once, minutes) ..."; start=$$SECONDS; \
 	  assets="$$(scripts/controlplane.sh)" || exit 1; echo "test-integration: control plane in $$assets ($$((SECONDS - start))s)"; \
+	  echo "test-integration: Prometheus for tests/integration/prometheus (scripts/prometheus.sh; built once, minutes) ..."; start=$$SECONDS; \
+	  if prom="$$(scripts/prometheus.sh)"; then echo "test-integration: Prometheus $$prom ($$((SECONDS - start))s)"; \
+	  else echo "test-integration: no Prometheus ($$((SECONDS - start))s): tests/integration/prometheus skips, saying why"; fi; \
 	  echo "test-integration: go test -race -p 1 $(INTEGRATION_PKGS): one package at a time, each with its own kube-apiserver and etcd, each printed as it ends ..."; start=$$SECONDS; \
 	  if KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 -p 1 -timeout 30m $(INTEGRATION_PKGS); then echo "test-integration: passed in $$((SECONDS - start))s"; \
 	  else echo "test-integration: failed after $$((SECONDS - start))s"; exit 1; fi
@@ -111,7 +120,10 @@ chart-lint: ## helm lint and helm template of charts/leasetune (helm built from 
 	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) >/dev/null && \
 	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^kind: PodDisruptionBudget' && \
 	  ! "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^kind: UIPlugin' && \
-	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --api-versions catalog.cattle.io/v1/UIPlugin | grep -q '^kind: UIPlugin'
+	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --api-versions catalog.cattle.io/v1/UIPlugin | grep -q '^kind: UIPlugin' && \
+	  "$$helm" lint --strict charts/leasetune --set monitoring.dashboards.enabled=true && \
+	  ! "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^  name: leasetune-dashboard$$' && \
+	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --set monitoring.dashboards.enabled=true | grep -q '^  name: leasetune-dashboard$$'
 
 lint: verify-generated verify-ui chart-lint golangci-lint ## gofmt, go vet, golangci-lint, go.mod tidiness, generated code current, the embedded UI bundle current, chart
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
