@@ -44,9 +44,16 @@ test: test-unit test-ui test-integration ## unit tests (fuzz seed corpora includ
 # The Grafana dashboard's queries are parsed by Prometheus's own PromQL
 # parser in the tools module that pins Prometheus (tools/prometheus, its own
 # go.mod: Prometheus's dependencies stay out of the root module's).
+# helm (tests/chart, tests/promrules) and promtool (tests/promrules) are
+# had before go test starts, so that their first builds (minutes) are not
+# spent inside a test binary's timeout.
 test-unit:
-	@echo "test-unit: go test -race over $(words $(UNIT_PKGS)) packages (the first build with -race takes minutes) ..."; start=$$SECONDS; \
-	  if $(GO) test -race -count=1 $(UNIT_PKGS); then echo "test-unit: passed in $$((SECONDS - start))s"; \
+	@echo "test-unit: helm and promtool for the chart's tests (scripts/helm.sh, scripts/promtool.sh; built once, minutes) ..."; start=$$SECONDS; \
+	  scripts/helm.sh >/dev/null || exit 1; \
+	  if promtool="$$(scripts/promtool.sh)"; then echo "test-unit: promtool $$promtool ($$((SECONDS - start))s)"; \
+	  else promtool=; echo "test-unit: no promtool ($$((SECONDS - start))s): tests/promrules skips, saying why"; fi; \
+	  echo "test-unit: go test -race over $(words $(UNIT_PKGS)) packages (the first build with -race takes minutes) ..."; start=$$SECONDS; \
+	  if PROMTOOL="$$promtool" $(GO) test -race -count=1 $(UNIT_PKGS); then echo "test-unit: passed in $$((SECONDS - start))s"; \
 	  else echo "test-unit: failed after $$((SECONDS - start))s"; exit 1; fi
 	@echo "test-unit: the dashboard's PromQL (cd tools/prometheus && go test) ..."; start=$$SECONDS; \
 	  if (cd tools/prometheus && $(GO) test -mod=readonly -count=1 ./...); then echo "test-unit: the dashboard's PromQL passed in $$((SECONDS - start))s"; \
@@ -114,9 +121,14 @@ verify-generated: ## fail if the committed generated code differs from what gene
 HELM_TEMPLATE_FLAGS := --namespace leasetune-system --kube-version 1.30.0
 # (the chart needs 1.28+: the webhook's matchConditions)
 
-chart-lint: ## helm lint and helm template of charts/leasetune (helm built from tools/helm); the UIPlugin only where its API is served
+MONITORING_APIS := --api-versions monitoring.coreos.com/v1/ServiceMonitor --api-versions monitoring.coreos.com/v1/PrometheusRule
+
+chart-lint: ## helm lint and helm template of charts/leasetune (helm built from tools/helm); the UIPlugin, ServiceMonitor and PrometheusRule only where their APIs are served
 	helm="$$(scripts/helm.sh)" && "$$helm" lint --strict charts/leasetune && \
 	  "$$helm" lint --strict charts/leasetune --set installCRDs=false,replicaCount=1,podDisruptionBudget.enabled=false && \
+	  "$$helm" lint --strict charts/leasetune --set monitoring.enabled=true && \
+	  ! "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --set monitoring.enabled=true | grep -q '^kind: \(ServiceMonitor\|PrometheusRule\)' && \
+	  [ "$$("$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --set monitoring.enabled=true $(MONITORING_APIS) | grep -c '^kind: \(ServiceMonitor\|PrometheusRule\)')" = 2 ] && \
 	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) >/dev/null && \
 	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^kind: PodDisruptionBudget' && \
 	  ! "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^kind: UIPlugin' && \

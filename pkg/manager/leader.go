@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"leasetune.io/leasetune/pkg/metrics"
 )
 
 // lockRequestTimeout bounds each request on the Lease.
@@ -36,7 +38,7 @@ func lockClientFor(rc *rest.Config) (kubernetes.Interface, error) {
 // cfg.Identity, and sets ready once the elector runs (a follower is ready:
 // it serves the webhook and the APIs, it does not write). components runs
 // while this replica leads, with a context that ends when the lease is
-// lost or ctx ends.
+// lost or ctx ends; metrics.Leader is 1 while they run, 0 otherwise.
 //
 // It returns nil once ctx has ended: the components have stopped first and
 // the Lease has been released after (ReleaseOnCancel), so no two leaders
@@ -47,6 +49,7 @@ func lead(ctx context.Context, lockClient kubernetes.Interface, cfg Config, log 
 	if err := cfg.Timings.Validate(); err != nil {
 		return fmt.Errorf("own leader election: %w", err)
 	}
+	metrics.Leader.Set(0) // a follower until the Lease is acquired
 	// running tracks the components; once le.Run has returned, a late
 	// OnStartedLeading goroutine must not start them.
 	var (
@@ -85,6 +88,8 @@ func lead(ctx context.Context, lockClient kubernetes.Interface, cfg Config, log 
 				defer ccancel()
 				defer context.AfterFunc(ctx, ccancel)()
 				log.Info("leading", "lease", cfg.Namespace+"/"+cfg.LeaseName, "identity", cfg.Identity, "timings", cfg.Timings.String())
+				metrics.Leader.Set(1)
+				defer metrics.Leader.Set(0) // the components have stopped
 				if err := components(cctx); err != nil && cctx.Err() == nil {
 					compErr = err
 					lost()

@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/metrics"
 )
 
 func leadConfig(t *testing.T) Config {
@@ -112,5 +115,65 @@ func TestLeadRefusesInvalidTimings(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "own leader election") || ready.Load() {
 		t.Errorf("lead: %v, ready %v", err, ready.Load())
+	}
+}
+
+// TestLeaderGauge: leasetune_leader is 0 on a replica that follows (another
+// holds the Lease), 1 while the components run on the leader, and 0 again
+// once they have stopped.
+func TestLeaderGauge(t *testing.T) {
+	leader := func() float64 { return testutil.ToFloat64(metrics.Leader) }
+	cs := fake.NewSimpleClientset()
+	// Another replica holds the Lease, renewed now for an hour.
+	other, hour, now := "replica-b", int32(3600), metav1.NewMicroTime(time.Now())
+	if _, err := cs.CoordinationV1().Leases("leasetune-system").Create(context.Background(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "leasetune-system", Name: "leasetune"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &other, LeaseDurationSeconds: &hour, AcquireTime: &now, RenewTime: &now},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	metrics.Leader.Set(1) // whatever came before: lead starts as a follower
+	ctx, cancel := context.WithCancel(context.Background())
+	var ready atomic.Bool
+	inside := make(chan float64, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- lead(ctx, cs, leadConfig(t), quiet, &ready, func(cctx context.Context) error {
+			inside <- leader()
+			<-cctx.Done()
+			return nil
+		})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ready.Load() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // a retry period and more: still following
+	if got := leader(); got != 0 {
+		t.Errorf("following: leasetune_leader %v, want 0", got)
+	}
+	// The other replica releases the Lease: this one takes it.
+	if err := cs.CoordinationV1().Leases("leasetune-system").Delete(context.Background(), "leasetune", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-inside:
+		if got != 1 {
+			t.Errorf("leading: leasetune_leader %v, want 1", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the components did not start")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("lead: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("lead did not return after ctx ended")
+	}
+	if got := leader(); got != 0 {
+		t.Errorf("stopped: leasetune_leader %v, want 0", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/crds"
+	"leasetune.io/leasetune/pkg/metrics"
 )
 
 // UserAgent identifies the project's requests; the API server also uses it
@@ -70,6 +71,8 @@ func Run(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger) err
 
 	components := func(ctx context.Context) error { return runComponents(ctx, rc, cs, cfg, hs, log, ix) }
 	if !cfg.LeaderElection {
+		metrics.Leader.Set(1) // the only replica: it leads while it runs
+		defer metrics.Leader.Set(0)
 		return components(ctx)
 	}
 	lockClient, err := lockClientFor(rc)

@@ -120,6 +120,7 @@ func startHTTPS(ctx context.Context, cfg Config, h http.Handler, getCert func(*t
 			hs.fail(healthWebhookServer, err.Error())
 		}
 	}()
+	hs.serving(healthWebhookServer)
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)

@@ -50,9 +50,10 @@ func serveUI(ctx context.Context, cfg Config, hs *health, log *slog.Logger) (fun
 	go func() {
 		if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("UI extension server stopped", "addr", cfg.UI.Addr, "error", err)
-			hs.fail("UI extension server", err.Error())
+			hs.fail(healthUIServer, err.Error())
 		}
 	}()
+	hs.serving(healthUIServer)
 	log.Info("serving the Rancher UI extension", "addr", ln.Addr().String(), "path", b.PathPrefix(), "version", b.Version)
 	return func() {
 		// Stopped after ctx ended: a deadline of its own, ctx's values.

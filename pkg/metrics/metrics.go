@@ -86,11 +86,75 @@ var (
 		Name: "leasetune_last_propagation_duration_seconds",
 		Help: "Seconds from a triple change to the last write it caused, per controller.",
 	}, []string{"controller"})
+	// PropagationPending is the number of objects the triple change being
+	// propagated still owes a sync, per controller: "agentenv" (fleet
+	// Clusters), "fleetsettings" (the Fleet Deployments and rancher-config);
+	// 0 when no change is being propagated.
+	PropagationPending = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "leasetune_propagation_pending",
+		Help: "Objects the triple change being propagated still owes a sync, per controller (agentenv: clusters; fleetsettings: Fleet Deployments and rancher-config); 0 when none is.",
+	}, []string{"controller"})
+	// PropagationDeadline is when, in Unix seconds, the change being
+	// propagated should be done at the configured pace: its start plus
+	// the objects it owed at its start divided by the pace
+	// (--agent-rollout-per-minute, for agentenv; the start itself when
+	// unpaced, as fleetsettings always is); 0 when no change is being
+	// propagated. A change that replaces one still under way keeps that
+	// one's start and owes the clusters of both.
+	PropagationDeadline = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "leasetune_propagation_deadline_timestamp_seconds",
+		Help: "Unix time by which the triple change being propagated should be done at the configured pace (its start when unpaced), per controller; 0 when none is.",
+	}, []string{"controller"})
+	// Leader is 1 while this replica holds leasetune's Lease and runs the
+	// settings provider and the controllers (always, under
+	// --no-leader-election), 0 otherwise.
+	Leader = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "leasetune_leader",
+		Help: "1 while this replica holds leasetune's Lease and runs the provider and the controllers, 0 otherwise.",
+	})
+	// SettingRefused is 1 while the settings of a component ask for a
+	// triple that does not take effect, per component and reason
+	// (RefusedInvalid, RefusedByAgents, RefusedNotApplicable), 0 once
+	// they no longer do.
+	SettingRefused = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "leasetune_setting_refused",
+		Help: "1 while a component's settings ask for a triple that does not take effect, per component and reason (invalid, agents-refused, not-applicable); 0 otherwise.",
+	}, []string{"component", "reason"})
+	// ServerUp is 1 while a server of this replica answers, per server:
+	// "webhook" (the admission webhook and /v3/settings: listening, with
+	// its serving certificate in place) and "ui" (the Rancher UI
+	// extension's bundle); 0 while the webhook waits for its certificate,
+	// and once a server stopped (then /healthz fails too).
+	ServerUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "leasetune_server_up",
+		Help: "1 while a server of this replica answers (webhook: listening with its certificate in place; ui: the UI extension's bundle), 0 otherwise.",
+	}, []string{"server"})
+)
+
+// The reasons of SettingRefused.
+const (
+	// RefusedInvalid: the component's three settings make a triple that
+	// does not validate (an env override, or values written while the
+	// webhook was down); the last good triple stays in effect.
+	RefusedInvalid = "invalid"
+	// RefusedByAgents: fleet-agent only; the agent triple is not
+	// propagated because some cluster's agent could not run it (the
+	// webhook's judgement of what every agent runs, Fleet v0.13+).
+	RefusedByAgents = "agents-refused"
+	// RefusedNotApplicable: the triple validates but cannot reach its
+	// processes and differs from what they run: fleet-agent, when the
+	// detected Fleet's agents cannot take the global agent triple
+	// (v0.12, v0.9.0, v0.10-v0.11); rancher, when the Rancher
+	// Deployment is left alone for a reason other than a rollout in
+	// progress (unsupported, version-unknown, no-container, foreign,
+	// unsafe-strategy).
+	RefusedNotApplicable = "not-applicable"
 )
 
 func init() {
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		SettingsApplied, SettingsRefused, AdmissionRefused, Writes, Restarts, AgentChannel, AgentTimingsApplicable, ClustersLeftAlone, RancherLeftAlone, PropagationSeconds, QueueDepth)
+		SettingsApplied, SettingsRefused, AdmissionRefused, Writes, Restarts, AgentChannel, AgentTimingsApplicable, ClustersLeftAlone, RancherLeftAlone, PropagationSeconds, QueueDepth,
+		PropagationPending, PropagationDeadline, Leader, SettingRefused, ServerUp)
 }
 
 // RestartKinds are the kinds of the restart ledger, in the order they are

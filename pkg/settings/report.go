@@ -89,8 +89,14 @@ func ledger() string {
 
 // reportRefusal logs and records a refusal of c's inputs (st.Refused) once
 // per distinct input, with s the state stored, and forgets it when the
-// input becomes valid.
+// input becomes valid. metrics.SettingRefused{c, "invalid"} says, on every
+// sync, whether c's inputs are refused now.
 func (p *Provider) reportRefusal(c Component, st ComponentStatus, s State) {
+	refused := 0.0
+	if st.Refused != nil {
+		refused = 1
+	}
+	metrics.SettingRefused.WithLabelValues(string(c), metrics.RefusedInvalid).Set(refused)
 	if st.Refused == nil {
 		p.mu.Lock()
 		delete(p.refused, c)

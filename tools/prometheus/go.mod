@@ -1,7 +1,9 @@
 // Tools module that pins the Prometheus server (github.com/prometheus/prometheus,
 // Prometheus 3.15.1), built from its Go module by scripts/prometheus.sh for
 // tests/integration/prometheus, and whose PromQL parser checks the Grafana
-// dashboard's queries (dashboard_test.go). Separate from the root module so
+// dashboard's queries (dashboard_test.go); and promtool, from the same
+// module, built by scripts/promtool.sh for the alert rules' tests
+// (tests/promrules). Separate from the root module so
 // Prometheus's dependencies (a newer client-go, client_golang and
 // prometheus/common, every service-discovery SDK) never reach the project's
 // go.mod.
@@ -158,6 +160,7 @@ require (
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/mwitkow/go-conntrack v0.0.0-20190716064945-2f068394615f // indirect
+	github.com/nsf/jsondiff v0.0.0-20260207060731-8e8d90c4c0ac // indirect
 	github.com/oklog/run v1.2.0 // indirect
 	github.com/oklog/ulid/v2 v2.1.2 // indirect
 	github.com/open-telemetry/opentelemetry-collector-contrib/internal/exp/metrics v0.160.0 // indirect

@@ -147,7 +147,7 @@ func New(opts Options) *Controller {
 		clock:   opts.Clock,
 		queue:   workqueue.NewNamedRateLimitingQueue(workqueue.DefaultControllerRateLimiter(), "agentenv"),
 		ledger:  newLedger(),
-		prop:    &propagation{},
+		prop:    newPropagation(opts.ClustersPerMinute),
 	}
 	if opts.ClustersPerMinute > 0 {
 		c.pace = rate.NewLimiter(rate.Limit(opts.ClustersPerMinute/60), 1)
@@ -254,7 +254,7 @@ func (c *Controller) EnqueueAll() {
 	for _, key := range c.fleet.GetStore().ListKeys() {
 		c.queue.Add(key)
 	}
-	metrics.QueueDepth.WithLabelValues("agentenv").Set(float64(c.queue.Len()))
+	metrics.QueueDepth.WithLabelValues(controllerName).Set(float64(c.queue.Len()))
 }
 
 // Problems returns the clusters left alone and why, by fleet Cluster key.

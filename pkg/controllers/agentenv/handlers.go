@@ -166,7 +166,7 @@ func (c *Controller) worker(ctx context.Context) {
 		}
 		c.queue.Done(item)
 		depth := c.queue.Len()
-		metrics.QueueDepth.WithLabelValues("agentenv").Set(float64(depth))
+		metrics.QueueDepth.WithLabelValues(controllerName).Set(float64(depth))
 		if depth == 0 {
 			// The change has been propagated: later writes (an override
 			// edited by hand) are not part of it.

@@ -7,7 +7,11 @@ import (
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/metrics"
 )
+
+// controllerName is the controller label of this controller's metrics.
+const controllerName = "agentenv"
 
 // ReasonPropagated is the Event on the fleet-agent Settings that sums up a
 // global agent triple change once every cluster has been synced.
@@ -34,6 +38,9 @@ type propagation struct {
 	change    *globalChange
 	seq       uint64
 	firstPass bool
+	// perMinute is the pace of the cluster writes
+	// (Options.ClustersPerMinute; 0: unpaced), for a change's deadline.
+	perMinute float64
 }
 
 // globalChange is the propagation of one global agent triple: the fleet
@@ -50,6 +57,10 @@ type globalChange struct {
 	// (by the first pass, then for a change that took it over) counts once.
 	wrote           map[string]clusterWrite
 	first, replaced bool
+	// deadline is when the change should be done at the pace: at plus
+	// the clusters it owed at its begin divided by the pace (at itself
+	// when unpaced).
+	deadline time.Time
 }
 
 // clusterWrite is what a cluster's last write in a globalChange did.
@@ -107,10 +118,37 @@ func (p *propagation) begin(t election.Timings, first bool, now time.Time, keys 
 		g.replaced = true
 		g.at = old.at
 	}
+	g.deadline = g.at
+	if p.perMinute > 0 {
+		g.deadline = g.at.Add(time.Duration(float64(len(g.owed)) / p.perMinute * float64(time.Minute)))
+	}
 	p.change = g
 	if len(g.owed) == 0 {
 		p.change = nil // no cluster: nothing to sum up
 	}
+	p.publish()
+}
+
+// publish sets the propagation gauges of agentenv from the change being
+// propagated: the clusters it still owes a sync
+// (metrics.PropagationPending) and its deadline in Unix seconds
+// (metrics.PropagationDeadline); both 0 when none is. Call with p.mu held.
+func (p *propagation) publish() {
+	pending, deadline := 0.0, 0.0
+	if g := p.change; g != nil {
+		pending = float64(len(g.owed))
+		deadline = float64(g.deadline.Unix()) + float64(g.deadline.Nanosecond())/1e9
+	}
+	metrics.PropagationPending.WithLabelValues(controllerName).Set(pending)
+	metrics.PropagationDeadline.WithLabelValues(controllerName).Set(deadline)
+}
+
+// newPropagation returns the bookkeeping of a controller whose cluster
+// writes are paced at perMinute (0: unpaced), with its gauges at 0.
+func newPropagation(perMinute float64) *propagation {
+	p := &propagation{perMinute: perMinute}
+	p.publish()
+	return p
 }
 
 // syncSeq is the change a sync that begins now can settle (0: none).
@@ -167,6 +205,7 @@ func (p *propagation) settle(key string, seq uint64) *globalChange {
 		return nil
 	}
 	delete(g.owed, key)
+	defer p.publish()
 	if len(g.owed) > 0 {
 		return nil
 	}

@@ -82,7 +82,7 @@ func (c *Controller) reportWrite(key string, rt Routing, d Decision) {
 		metrics.Restarts.WithLabelValues("node-plan").Inc()
 	}
 	if at := c.prop.since(); !at.IsZero() {
-		metrics.PropagationSeconds.WithLabelValues("agentenv").Set(c.clock.Since(at).Seconds())
+		metrics.PropagationSeconds.WithLabelValues(controllerName).Set(c.clock.Since(at).Seconds())
 	}
 	restarts := Restarts(rt)
 	msg := fmt.Sprintf("spec.agentEnvVars now holds CATTLE_ELECTION_* for %s; this redeploys %s", d.Effective, restarts)

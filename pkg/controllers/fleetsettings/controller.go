@@ -64,6 +64,9 @@ type Options struct {
 	Log *slog.Logger
 }
 
+// controllerName is the controller label of this controller's metrics.
+const controllerName = "fleetsettings"
+
 // Controller converges the Fleet Deployments' env and the Fleet chart
 // values in rancher-config on the effective triples. It implements Channels.
 type Controller struct {
@@ -101,6 +104,10 @@ func Register(ctx context.Context, opts Options) (*Controller, error) {
 	if err := c.load(ctx); err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
+	c.publishPropagation() // the series exist from the start, at 0
+	c.mu.Unlock()
+	setRefused(metrics.RefusedByAgents, false)
 	if ch, ok := c.Channel(); ok {
 		setChannelMetric(ch)
 		c.log.Info("fleet agent channel", "channel", ch, "override", opts.ChannelOverride != "")
@@ -120,18 +127,15 @@ func Register(ctx context.Context, opts Options) (*Controller, error) {
 		return cm, err
 	})
 	opts.Triples.OnChange(func() {
-		c.mu.Lock()
-		c.changeAt = time.Now()
-		c.owed = map[string]bool{}
+		var keys []string
 		if ds, err := c.opts.Deployments.Cache().List(c.opts.Namespace, labels.Everything()); err == nil {
 			for _, d := range ds {
 				if fleet.IsTarget(d) {
-					c.owed[d.Namespace+"/"+d.Name] = true
+					keys = append(keys, d.Namespace+"/"+d.Name)
 				}
 			}
 		}
-		c.owed[c.opts.RancherNamespace+"/"+RancherConfigName] = true
-		c.mu.Unlock()
+		c.beginPropagation(time.Now(), keys)
 		c.reportAgentTimings()
 		c.EnqueueAll()
 	})
@@ -145,9 +149,14 @@ func Register(ctx context.Context, opts Options) (*Controller, error) {
 // the detected Fleet cannot take the global agent triple (fleet.AgentChannel
 // GlobalReachesAgents): v0.12 and v0.9.0 hardcode their agents' timings and
 // v0.10-v0.11 agents run no election. Nothing is written for them.
+//
+// It also sets metrics.SettingRefused{fleet-agent, not-applicable}: 1 while
+// the agent triple in effect asks for what the agents of the detected
+// Fleet do not run and cannot be given (AgentTripleIgnored).
 func (c *Controller) reportAgentTimings() {
 	ch, known := c.Channel()
 	agent, ok := c.opts.Triples.Effective(settings.FleetAgent)
+	setRefused(metrics.RefusedNotApplicable, known && ok && AgentTripleIgnored(ch, agent))
 	if !known || !ok || ch.GlobalReachesAgents() {
 		return
 	}
@@ -168,6 +177,33 @@ func (c *Controller) reportAgentTimings() {
 		ref := &corev1.ObjectReference{APIVersion: "management.cattle.io/v3", Kind: "Setting", Name: d.Name}
 		c.opts.Recorder.Event(ref, corev1.EventTypeWarning, "AgentTimingsNotApplicable", msg)
 	}
+}
+
+// AgentTripleIgnored reports whether the global agent triple t asks for
+// something the fleet-agents of channel ch neither run nor can be given:
+// ch cannot take the global triple (fleet.AgentChannel
+// GlobalReachesAgents), and t differs from what those agents run (their
+// Baseline: Fleet v0.12's hardcoded 30s/25s/10s, v0.9.0's 45s/30s/2s) or,
+// where agents run no election (v0.10-v0.11), from the agent settings'
+// default (election.FleetDefaults: any other value was set for nothing).
+func AgentTripleIgnored(ch fleet.AgentChannel, t election.Timings) bool {
+	if ch.GlobalReachesAgents() {
+		return false
+	}
+	if runs, elects := ch.Baseline(t); elects {
+		return runs != t
+	}
+	return t != election.FleetDefaults
+}
+
+// setRefused sets metrics.SettingRefused of the fleet-agent component for
+// reason: 1 when refused, else 0.
+func setRefused(reason string, refused bool) {
+	v := 0.0
+	if refused {
+		v = 1
+	}
+	metrics.SettingRefused.WithLabelValues(string(settings.FleetAgent), reason).Set(v)
 }
 
 // EnqueueAll re-enqueues every Deployment in the Fleet namespace and the
@@ -191,12 +227,17 @@ func (c *Controller) inputs(ctx context.Context) Inputs {
 	in.Controller, in.ControllerOK = c.opts.Triples.Effective(settings.FleetController)
 	in.Agent, in.AgentOK = c.opts.Triples.Effective(settings.FleetAgent)
 	in.Channel, _ = c.Channel()
+	refused := false // by the agents: metrics.SettingRefused{fleet-agent, agents-refused}
 	if in.AgentOK && in.Channel == fleet.ChannelAgentManagement && c.opts.CheckAgentTriple != nil {
 		if cur, ok := c.agentTripleInEffect(); ok && cur != in.Agent {
 			if err := c.judge(ctx, cur, in.Agent, in.Channel); err != nil {
 				in.AgentOK = false
+				refused = ctx.Err() == nil // not when only the sync was cancelled
 			}
 		}
+	}
+	if ctx.Err() == nil {
+		setRefused(metrics.RefusedByAgents, refused)
 	}
 	return in
 }
@@ -365,8 +406,23 @@ func (c *Controller) wrote(target, key string) {
 	at, owed := c.changeAt, c.owed[key]
 	c.mu.Unlock()
 	if owed && !at.IsZero() {
-		metrics.PropagationSeconds.WithLabelValues("fleetsettings").Set(time.Since(at).Seconds())
+		metrics.PropagationSeconds.WithLabelValues(controllerName).Set(time.Since(at).Seconds())
 	}
+}
+
+// beginPropagation starts the propagation of a triple change made at now:
+// it owes a sync to each target Deployment of keys (namespace/name) and
+// to rancher-config, replacing what an earlier change still owed.
+func (c *Controller) beginPropagation(now time.Time, keys []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.changeAt = now
+	c.owed = map[string]bool{}
+	for _, k := range keys {
+		c.owed[k] = true
+	}
+	c.owed[c.opts.RancherNamespace+"/"+RancherConfigName] = true
+	c.publishPropagation()
 }
 
 // synced marks an object as done for the last triple change; with the last
@@ -381,4 +437,19 @@ func (c *Controller) synced(key string) {
 	if len(c.owed) == 0 {
 		c.changeAt = time.Time{}
 	}
+	c.publishPropagation()
+}
+
+// publishPropagation sets the propagation gauges of fleetsettings: the
+// objects the change still owes a sync (metrics.PropagationPending) and,
+// its writes being unpaced, its start as the time it should be done by
+// (metrics.PropagationDeadline); both 0 when none is owed. Call with c.mu
+// held.
+func (c *Controller) publishPropagation() {
+	deadline := 0.0
+	if len(c.owed) > 0 && !c.changeAt.IsZero() {
+		deadline = float64(c.changeAt.Unix()) + float64(c.changeAt.Nanosecond())/1e9
+	}
+	metrics.PropagationPending.WithLabelValues(controllerName).Set(float64(len(c.owed)))
+	metrics.PropagationDeadline.WithLabelValues(controllerName).Set(deadline)
 }

@@ -101,6 +101,16 @@ func Register(ctx context.Context, opts Options) *Controller {
 	return c
 }
 
+// TripleIgnored reports whether the rancher triple of in asks for
+// something that the decision dec leaves unwritten for good: dec leaves
+// the Deployment alone for a reason other than a rollout in progress or a
+// pending triple (ProblemNotReady, which passes by itself), and the triple
+// is not Rancher's built-in 45s/30s/2s (election.WranglerDefaults), which
+// needs no write.
+func TripleIgnored(dec Decision, in Input) bool {
+	return dec.Problem != ProblemNone && dec.Problem != ProblemNotReady && in.OK && in.Triple != election.WranglerDefaults
+}
+
 func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 	if d == nil || d.Namespace != c.opts.Namespace || d.Name != c.opts.Name {
 		return nil
@@ -126,7 +136,7 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 	}
 	t := in.Triple
 	dec := Decide(d, in)
-	c.report(d, dec)
+	c.report(d, dec, in)
 	if dec.Pending {
 		// Look again once the settle time has passed: the pending triple
 		// then takes effect (and the provider's listener enqueues too), or
@@ -174,8 +184,10 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 }
 
 // report says a problem once per distinct reason, with a log line, an
-// Event on the Deployment and the metric.
-func (c *Controller) report(d *appsv1.Deployment, dec Decision) {
+// Event on the Deployment and the metrics: RancherLeftAlone, and
+// SettingRefused{rancher, not-applicable} (TripleIgnored) for the triple
+// in of the decision.
+func (c *Controller) report(d *appsv1.Deployment, dec Decision, in Input) {
 	for _, p := range []Problem{ProblemNoContainer, ProblemVersionUnknown, ProblemUnsupported, ProblemForeign, ProblemNotReady, ProblemUnsafeStrategy} {
 		v := 0.0
 		if p == dec.Problem {
@@ -183,6 +195,11 @@ func (c *Controller) report(d *appsv1.Deployment, dec Decision) {
 		}
 		metrics.RancherLeftAlone.WithLabelValues(string(p)).Set(v)
 	}
+	ignored := 0.0
+	if TripleIgnored(dec, in) {
+		ignored = 1
+	}
+	metrics.SettingRefused.WithLabelValues(string(settings.Rancher), metrics.RefusedNotApplicable).Set(ignored)
 	key := string(dec.Problem) + " " + dec.Reason
 	if dec.Problem == ProblemNotReady {
 		// The reason carries replica counts that move during a rollout:

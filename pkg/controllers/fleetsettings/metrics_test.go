@@ -1,0 +1,130 @@
+package fleetsettings
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/golang/mock/gomock"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rancher/wrangler/v2/pkg/generic/fake"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/kit"
+)
+
+func refusedGauge(reason string) float64 {
+	return testutil.ToFloat64(metrics.SettingRefused.WithLabelValues(string(settings.FleetAgent), reason))
+}
+
+// TestAgentTripleIgnored: a triple is ignored only where the channel
+// cannot take it and it differs from what those agents run (or, without
+// an election, from the agent settings' default).
+func TestAgentTripleIgnored(t *testing.T) {
+	for _, c := range []struct {
+		ch   fleet.AgentChannel
+		t    election.Timings
+		want bool
+	}{
+		{fleet.ChannelAgentManagement, five, false},
+		{fleet.ChannelClusterEnvV09, five, false},
+		{fleet.ChannelFixedV012, election.FleetDefaults, false}, // what v0.12 agents run
+		{fleet.ChannelFixedV012, five, true},
+		{fleet.ChannelFixedV090, election.WranglerDefaults, false},
+		{fleet.ChannelFixedV090, election.FleetDefaults, true},
+		{fleet.ChannelNoElection, election.FleetDefaults, false}, // the default: nothing was asked
+		{fleet.ChannelNoElection, five, true},
+	} {
+		if got := AgentTripleIgnored(c.ch, c.t); got != c.want {
+			t.Errorf("AgentTripleIgnored(%s, %s) = %v, want %v", c.ch, c.t, got, c.want)
+		}
+	}
+}
+
+// TestNotApplicableGauge: leasetune_setting_refused{fleet-agent,
+// not-applicable} is 1 while the agent triple in effect cannot reach the
+// agents of the detected Fleet and differs from what they run, 0 otherwise.
+func TestNotApplicableGauge(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		ch    fleet.AgentChannel
+		agent election.Timings
+		want  float64
+	}{
+		{"v0.12, a customized triple", fleet.ChannelFixedV012, five, 1},
+		{"v0.12, what its agents run", fleet.ChannelFixedV012, election.FleetDefaults, 0},
+		{"v0.13+, a customized triple", fleet.ChannelAgentManagement, five, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctl, _, _, _ := newTestController(t, fixedTriples{settings.FleetController: election.FleetDefaults, settings.FleetAgent: c.agent}, gomock.NewController(t))
+			ctl.override = c.ch
+			metrics.SettingRefused.WithLabelValues(string(settings.FleetAgent), metrics.RefusedNotApplicable).Set(-1)
+			ctl.reportAgentTimings()
+			if got := refusedGauge(metrics.RefusedNotApplicable); got != c.want {
+				t.Errorf("leasetune_setting_refused{not-applicable}: %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestAgentsRefusedGauge: leasetune_setting_refused{fleet-agent,
+// agents-refused} is 1 while the judgement of every agent refuses the
+// agent triple in effect, and 0 once it accepts it.
+func TestAgentsRefusedGauge(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	ctl, _, deps, _ := newTestController(t, fixedTriples{settings.FleetController: election.FleetDefaults, settings.FleetAgent: five}, ctrl)
+	verdict := errors.New("cluster fleet-default/c1: its agent would run an invalid triple")
+	ctl.opts.CheckAgentTriple = func(context.Context, election.Timings, election.Timings, fleet.AgentChannel) error { return verdict }
+	cache := fake.NewMockCacheInterface[*appsv1.Deployment](ctrl)
+	deps.EXPECT().Cache().Return(cache).AnyTimes()
+	// fleet-agentmanagement runs 30s/25s/10s; the agent triple in effect is 30s/25s/5s.
+	cache.EXPECT().Get("cattle-fleet-system", fleet.ControllerDeployment).Return(kit.Deployment("cattle-fleet-system", fleet.ControllerDeployment,
+		kit.WithContainer(fleet.AgentManagementContainer, append(append([]corev1.EnvVar{}, fleetEnv...), agentEnv...)...)), nil).AnyTimes()
+	deps.EXPECT().EnqueueAfter("cattle-fleet-system", fleet.ControllerDeployment, RejudgeAfter).AnyTimes()
+
+	if in := ctl.inputs(context.Background()); in.AgentOK {
+		t.Fatal("a refused agent triple is in the inputs")
+	}
+	if got := refusedGauge(metrics.RefusedByAgents); got != 1 {
+		t.Errorf("refused by the agents: %v, want 1", got)
+	}
+	verdict = nil
+	if in := ctl.inputs(context.Background()); !in.AgentOK {
+		t.Fatal("an accepted agent triple is not in the inputs")
+	}
+	if got := refusedGauge(metrics.RefusedByAgents); got != 0 {
+		t.Errorf("accepted by the agents: %v, want 0", got)
+	}
+}
+
+// TestPropagationGauges: a triple change owes a sync to each target
+// Deployment and to rancher-config; leasetune_propagation_pending counts
+// down as they are synced, and the deadline is the change's start (the
+// Deployments are written unpaced); both are 0 once all are synced.
+func TestPropagationGauges(t *testing.T) {
+	pending := func() float64 { return testutil.ToFloat64(metrics.PropagationPending.WithLabelValues(controllerName)) }
+	deadline := func() float64 { return testutil.ToFloat64(metrics.PropagationDeadline.WithLabelValues(controllerName)) }
+	ctl, _, _, _ := newTestController(t, fixedTriples{}, gomock.NewController(t))
+	at := time.Unix(1_800_000_000, 500_000_000)
+	ctl.beginPropagation(at, []string{"cattle-fleet-system/fleet-controller", "cattle-fleet-system/gitjob"})
+	if got, gotD := pending(), deadline(); got != 3 || gotD != 1_800_000_000.5 {
+		t.Errorf("after the change: pending %v, deadline %v, want 3 and 1800000000.5", got, gotD)
+	}
+	ctl.synced("cattle-fleet-system/gitjob")
+	ctl.synced("cattle-fleet-system/gitjob")  // once only
+	ctl.synced("cattle-fleet-system/helmops") // not owed
+	if got, gotD := pending(), deadline(); got != 2 || gotD != 1_800_000_000.5 {
+		t.Errorf("after gitjob: pending %v, deadline %v, want 2 and 1800000000.5", got, gotD)
+	}
+	ctl.synced("cattle-fleet-system/fleet-controller")
+	ctl.synced("cattle-system/" + RancherConfigName)
+	if got, gotD := pending(), deadline(); got != 0 || gotD != 0 {
+		t.Errorf("after all: pending %v, deadline %v, want 0 and 0", got, gotD)
+	}
+}
