@@ -221,3 +221,31 @@ func TestStatusPutBackAfterAHandEdit(t *testing.T) {
 		return got != nil && same(*got, in.want(t))
 	})
 }
+
+// TestStatusFieldsOfAnotherManagerRemoved: a hand edit that adds fields
+// leasetune does not write (here clustersNotListed and fleet.judgeProblem,
+// which it omits when they are empty) is put back too. Server-side apply
+// removes only the fields the applier owned; those the edit set belong to
+// its own field manager (k8s.io/apimachinery v0.32
+// pkg/util/managedfields/internal/structuredmerge.go Apply prunes only the
+// applier's removed fields; sigs.k8s.io/structured-merge-diff v4 merge/update.go
+// prune), so an apply alone leaves them for ever.
+func TestStatusFieldsOfAnotherManagerRemoved(t *testing.T) {
+	in := start(t)
+	framework.Eventually(t, "converged", func() bool {
+		got := in.status(t)
+		return got != nil && same(*got, in.want(t))
+	})
+	res := cp.Resource(statuscontroller.GVR, "")
+	if _, err := res.Patch(context.Background(), electionstatus.Name, types.MergePatchType,
+		[]byte(`{"status":{"clustersNotListed":7,"fleet":{"judgeProblem":"bogus"}}}`), metav1.PatchOptions{FieldManager: "someone"}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "the added fields removed", func() bool {
+		got := in.status(t)
+		return got != nil && got.ClustersNotListed == 0 && got.Fleet.JudgeProblem == "" && same(*got, in.want(t))
+	})
+	time.Sleep(2 * statuscontroller.Debounce)
+	n := in.statusWrites()
+	framework.Consistently(t, "no write loop after the repair", 3*statuscontroller.Debounce, func() bool { return in.statusWrites() == n })
+}
