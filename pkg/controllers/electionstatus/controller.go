@@ -138,6 +138,10 @@ func (c *Controller) Handler() cache.ResourceEventHandler {
 	}
 }
 
+// ShutDown stops a controller that will not Run (its queue's goroutine
+// ends); Run does it itself when it returns.
+func (c *Controller) ShutDown() { c.queue.ShutDown() }
+
 // Run keeps the object until ctx ends. It returns an error when its
 // informer does not sync (the CRD is not installed: the chart installs it).
 func (c *Controller) Run(ctx context.Context) error {

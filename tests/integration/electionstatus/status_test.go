@@ -7,14 +7,19 @@
 package electionstatus_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -49,8 +54,17 @@ type installation struct {
 }
 
 // start installs Fleet and three clusters (one with a retry-period
-// override) and runs leasetune on them until the test ends.
+// override) and runs leasetune on them until the test ends, once the
+// ElectionStatus is published.
 func start(t *testing.T) *installation {
+	t.Helper()
+	in := run(t, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	framework.Eventually(t, "the ElectionStatus published", func() bool { return in.status(t) != nil })
+	return in
+}
+
+// run is start without waiting for the ElectionStatus, logging to log.
+func run(t *testing.T, log *slog.Logger) *installation {
 	t.Helper()
 	ctx := context.Background()
 	in := &installation{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t), clusterNS: cp.Namespace(t)}
@@ -71,7 +85,7 @@ func start(t *testing.T) *installation {
 			Namespace: in.ns, FleetNamespace: in.fleetNS, RancherNamespace: in.rancherNS, QPS: 100, Burst: 200, Workers: 2,
 			Settle: time.Second, LeaderElection: true, LeaseName: "leasetune", Identity: "status-test",
 			Timings: manager.DefaultTimings, LookupEnv: func(string) (string, bool) { return "", false },
-		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		}, log)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -79,7 +93,6 @@ func start(t *testing.T) *installation {
 			t.Errorf("manager.Run after cancel: %v", err)
 		}
 	})
-	framework.Eventually(t, "the ElectionStatus published", func() bool { return in.status(t) != nil })
 	return in
 }
 
@@ -248,4 +261,65 @@ func TestStatusFieldsOfAnotherManagerRemoved(t *testing.T) {
 	time.Sleep(2 * statuscontroller.Debounce)
 	n := in.statusWrites()
 	framework.Consistently(t, "no write loop after the repair", 3*statuscontroller.Debounce, func() bool { return in.statusWrites() == n })
+}
+
+// logBuffer is a log sink the test reads while the manager writes it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestStatusCRDInstalledAfterStart: the ElectionStatus CRD is not there
+// when the leader starts (an upgrade from a chart without it: Helm
+// installs the files of crds/ on install only, never on upgrade), and is
+// installed afterwards (`kubectl apply -f`, as the CRD file says). The
+// leader keeps the status from then on, without a restart.
+func TestStatusCRDInstalledAfterStart(t *testing.T) {
+	crds := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
+	name := statuscontroller.GVR.GroupResource().String()
+	crd, err := crds.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := func() {
+		again := &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name, Labels: crd.Labels}, Spec: crd.Spec}
+		if _, err := crds.Create(context.Background(), again, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, "the ElectionStatus kind served", func() bool {
+			_, err := cp.Resource(statuscontroller.GVR, "").List(context.Background(), metav1.ListOptions{})
+			return err == nil
+		})
+	}
+	t.Cleanup(install) // the other tests of the package need it
+	if err := crds.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "the ElectionStatus CRD gone", func() bool {
+		_, err := crds.Get(context.Background(), name, metav1.GetOptions{})
+		_, lerr := cp.Resource(statuscontroller.GVR, "").List(context.Background(), metav1.ListOptions{})
+		return apierrors.IsNotFound(err) && lerr != nil
+	})
+	logs := &logBuffer{}
+	in := run(t, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	framework.Eventually(t, "the leader saw no ElectionStatus CRD", func() bool {
+		return strings.Contains(logs.String(), "electionstatuses.leasetune.io is not installed")
+	})
+	install()
+	framework.Eventually(t, "the status published once the CRD is there", func() bool {
+		got := in.status(t)
+		return got != nil && same(*got, in.want(t))
+	})
 }
