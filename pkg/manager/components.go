@@ -42,6 +42,7 @@ import (
 	"leasetune.io/leasetune/pkg/electionstatus"
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
 	mgmtv3 "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -272,6 +273,8 @@ type statusSources struct {
 func startStatus(ctx context.Context, rc *rest.Config, dc discovery.DiscoveryInterface, cfg Config, log *slog.Logger, src statusSources) {
 	sc := statuscontroller.New(statuscontroller.Options{
 		Client: dynamic.NewForConfigOrDie(rc), Log: log,
+		Inventory: inventory.Options{Namespace: cfg.Namespace, FleetNamespace: cfg.FleetNamespace,
+			RancherNamespace: cfg.RancherNamespace, RancherDeployment: rancherDeployment(cfg)},
 		Compute: electionstatus.Options{RancherEnv: cfg.RancherEnv, EnvSet: func(d settings.Definition) bool {
 			_, set := cfg.lookupEnv()(d.EnvVar())
 			return set

@@ -84,6 +84,10 @@ type Options struct {
 	Sources Sources
 	// Compute are the options of electionstatus.Compute.
 	Compute electionstatus.Options
+	// Inventory names the namespaces and objects the sources read, as
+	// `leasetune plan` is given them (the status names objects by them:
+	// "ConfigMap <RancherNamespace>/rancher-config").
+	Inventory inventory.Options
 	// Log receives structured logs; slog.Default() when nil.
 	Log *slog.Logger
 }
@@ -174,7 +178,7 @@ func (c *Controller) Run(ctx context.Context) error {
 // Snapshot is the installation as the sources have it now.
 func (c *Controller) Snapshot() (*inventory.Snapshot, map[settings.Component]settings.ComponentStatus) {
 	s := c.opts.Sources
-	snap := &inventory.Snapshot{}
+	snap := &inventory.Snapshot{Options: c.opts.Inventory}
 	if s.Settings != nil {
 		for _, o := range s.Settings() {
 			if _, ok := settings.Lookup(o.Name); ok {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +30,7 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	statuscontroller "leasetune.io/leasetune/pkg/controllers/electionstatus"
+	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
@@ -322,4 +324,24 @@ func TestStatusCRDInstalledAfterStart(t *testing.T) {
 		got := in.status(t)
 		return got != nil && same(*got, in.want(t))
 	})
+}
+
+// TestStatusNamesRancherConfigAsPlanDoes: with a rancher-config ConfigMap
+// in the Rancher namespace, the leader's status names it as `leasetune
+// plan` does ("ConfigMap <namespace>/rancher-config"): the page shows that
+// name and its plan lists the ConfigMap's change under it.
+func TestStatusNamesRancherConfigAsPlanDoes(t *testing.T) {
+	in := start(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: in.rancherNS, Name: fleetsettings.RancherConfigName},
+		Data: map[string]string{fleetsettings.RancherConfigKey: "leaderElection:\n  leaseDuration: 30s\n  renewDeadline: 25s\n  retryPeriod: 10s\n"}}
+	if _, err := cp.Client.CoreV1().ConfigMaps(in.rancherNS).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "rancher-config in the status, equal to Compute over inventory.Read", func() bool {
+		got := in.status(t)
+		return got != nil && got.RancherConfig.Present && same(*got, in.want(t))
+	})
+	if got, want := in.status(t).RancherConfig.Object, "ConfigMap "+in.rancherNS+"/"+fleetsettings.RancherConfigName; got != want {
+		t.Errorf("rancherConfig.object %q, want %q", got, want)
+	}
 }
