@@ -53,6 +53,16 @@ var GVR = schema.GroupVersionResource{Group: electionstatus.APIGroup, Version: e
 // Debounce, not one per event.
 const Debounce = 2 * time.Second
 
+// RetryMin and RetryMax bound the backoff of a failed write (a refused
+// one, or its CRD gone): 1 s doubling to 30 s, as leasetune's other
+// retries. Not client-go's default, which grows to 1000 s: at rest nothing
+// else wakes the controller (the informer of a kind with no object sees no
+// event when its CRD returns), so the status would stay missing that long.
+const (
+	RetryMin = time.Second
+	RetryMax = 30 * time.Second
+)
+
 // Sources are where the controller reads the installation: each a read of
 // an informer's cache or of a controller's memory, never of the API.
 type Sources struct {
@@ -115,7 +125,7 @@ func New(opts Options) *Controller {
 		opts.Log = slog.Default()
 	}
 	c := &Controller{opts: opts, log: opts.Log.With("controller", "electionstatus"),
-		queue: workqueue.NewNamedRateLimitingQueue(workqueue.DefaultControllerRateLimiter(), "electionstatus")}
+		queue: workqueue.NewNamedRateLimitingQueue(workqueue.NewItemExponentialFailureRateLimiter(RetryMin, RetryMax), "electionstatus")}
 	c.factory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(opts.Client, 0, "", func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", electionstatus.Name).String()
 	})

@@ -345,3 +345,49 @@ func TestStatusNamesRancherConfigAsPlanDoes(t *testing.T) {
 		t.Errorf("rancherConfig.object %q, want %q", got, want)
 	}
 }
+
+// TestStatusBackSoonAfterItsCRDIsReinstalled: the CRD is deleted under the
+// running leader (with the object) and installed again 90 s later. The
+// leader makes the object again within 45 s of the CRD's return: its
+// retries while the kind was not served back off to 30 s at most (as
+// leasetune's other retries do), not to the 16 minutes of client-go's
+// default controller rate limiter (k8s.io/client-go v0.28
+// util/workqueue/default_rate_limiters.go DefaultControllerRateLimiter:
+// 5 ms doubling to 1000 s). At rest nothing else wakes it: the informer of
+// a kind with no object sees no event when the kind returns.
+func TestStatusBackSoonAfterItsCRDIsReinstalled(t *testing.T) {
+	in := start(t)
+	framework.Eventually(t, "converged", func() bool {
+		got := in.status(t)
+		return got != nil && same(*got, in.want(t))
+	})
+	crds := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
+	name := statuscontroller.GVR.GroupResource().String()
+	crd, err := crds.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := func() {
+		again := &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name, Labels: crd.Labels}, Spec: crd.Spec}
+		if _, err := crds.Create(context.Background(), again, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, "the ElectionStatus kind served", func() bool {
+			_, err := cp.Resource(statuscontroller.GVR, "").List(context.Background(), metav1.ListOptions{})
+			return err == nil
+		})
+	}
+	t.Cleanup(install) // the other tests of the package need it
+	if err := crds.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(90 * time.Second)
+	install()
+	deadline := time.Now().Add(45 * time.Second)
+	for in.status(t) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the ElectionStatus not made again within 45s of its CRD's return")
+		}
+		time.Sleep(time.Second)
+	}
+}
