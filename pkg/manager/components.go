@@ -42,6 +42,7 @@ import (
 	"leasetune.io/leasetune/pkg/electionstatus"
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
 	mgmtv3 "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -212,13 +213,9 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 		RancherNamespace: cfg.RancherNamespace, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
 		Recorder: recorder, Log: log, Workers: cfg.Workers, ClustersPerMinute: cfg.AgentRolloutPerMinute,
 	})
-	if served(dc, statuscontroller.GVR) {
-		startStatus(ctx, rc, cfg, log, statusSources{settings: mf.Management().V3().Setting(), fleetDeployments: af.Apps().V1().Deployment(),
-			configMaps: cf.Core().V1().ConfigMap(), rancher: rf.Apps().V1().Deployment(), rancherWatched: rancherDeps != nil,
-			provider: provider, channels: fs, agents: ac})
-	} else {
-		log.Warn("the ElectionStatus CRD electionstatuses.leasetune.io is not installed: leasetune's status is not published (the chart installs it; the Rancher UI page needs it)")
-	}
+	startStatus(ctx, rc, dc, cfg, log, statusSources{settings: mf.Management().V3().Setting(), fleetDeployments: af.Apps().V1().Deployment(),
+		configMaps: cf.Core().V1().ConfigMap(), rancher: rf.Apps().V1().Deployment(), rancherWatched: rancherDeps != nil,
+		provider: provider, channels: fs, agents: ac})
 	return ac.Run(ctx)
 }
 
@@ -270,9 +267,14 @@ type statusSources struct {
 // (pkg/controllers/electionstatus) on the leader, reading the caches and
 // the memory of the other components (it makes no read of its own but of
 // its object), recomputed when any of them changes; it stops with ctx.
-func startStatus(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Logger, src statusSources) {
+// Where its CRD is not served yet (an upgrade from a chart without it:
+// Helm installs crds/ on install only), it runs once it is: discovery is
+// asked again every settingCRDPoll until then.
+func startStatus(ctx context.Context, rc *rest.Config, dc discovery.DiscoveryInterface, cfg Config, log *slog.Logger, src statusSources) {
 	sc := statuscontroller.New(statuscontroller.Options{
 		Client: dynamic.NewForConfigOrDie(rc), Log: log,
+		Inventory: inventory.Options{Namespace: cfg.Namespace, FleetNamespace: cfg.FleetNamespace,
+			RancherNamespace: cfg.RancherNamespace, RancherDeployment: rancherDeployment(cfg)},
 		Compute: electionstatus.Options{RancherEnv: cfg.RancherEnv, EnvSet: func(d settings.Definition) bool {
 			_, set := cfg.lookupEnv()(d.EnvVar())
 			return set
@@ -317,6 +319,17 @@ func startStatus(ctx context.Context, rc *rest.Config, cfg Config, log *slog.Log
 	src.provider.OnChange(sc.Changed)
 	src.channels.OnChannelChange(sc.Changed)
 	go func() {
+		if !served(dc, statuscontroller.GVR) {
+			log.Warn("the ElectionStatus CRD electionstatuses.leasetune.io is not installed: leasetune's status is not published until it is (the chart installs it; the Rancher UI page needs it)")
+			err := wait.PollUntilContextCancel(ctx, settingCRDPoll, false, func(context.Context) (bool, error) {
+				return served(dc, statuscontroller.GVR), nil
+			})
+			if err != nil {
+				sc.ShutDown() // ctx ended
+				return
+			}
+			log.Info("the ElectionStatus CRD electionstatuses.leasetune.io is installed: publishing the status")
+		}
 		if err := sc.Run(ctx); err != nil {
 			log.Error("the ElectionStatus is not kept", "error", err)
 		}

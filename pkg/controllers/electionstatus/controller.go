@@ -53,6 +53,16 @@ var GVR = schema.GroupVersionResource{Group: electionstatus.APIGroup, Version: e
 // Debounce, not one per event.
 const Debounce = 2 * time.Second
 
+// RetryMin and RetryMax bound the backoff of a failed write (a refused
+// one, or its CRD gone): 1 s doubling to 30 s, as leasetune's other
+// retries. Not client-go's default, which grows to 1000 s: at rest nothing
+// else wakes the controller (the informer of a kind with no object sees no
+// event when its CRD returns), so the status would stay missing that long.
+const (
+	RetryMin = time.Second
+	RetryMax = 30 * time.Second
+)
+
 // Sources are where the controller reads the installation: each a read of
 // an informer's cache or of a controller's memory, never of the API.
 type Sources struct {
@@ -84,6 +94,10 @@ type Options struct {
 	Sources Sources
 	// Compute are the options of electionstatus.Compute.
 	Compute electionstatus.Options
+	// Inventory names the namespaces and objects the sources read, as
+	// `leasetune plan` is given them (the status names objects by them:
+	// "ConfigMap <RancherNamespace>/rancher-config").
+	Inventory inventory.Options
 	// Log receives structured logs; slog.Default() when nil.
 	Log *slog.Logger
 }
@@ -111,7 +125,7 @@ func New(opts Options) *Controller {
 		opts.Log = slog.Default()
 	}
 	c := &Controller{opts: opts, log: opts.Log.With("controller", "electionstatus"),
-		queue: workqueue.NewNamedRateLimitingQueue(workqueue.DefaultControllerRateLimiter(), "electionstatus")}
+		queue: workqueue.NewNamedRateLimitingQueue(workqueue.NewItemExponentialFailureRateLimiter(RetryMin, RetryMax), "electionstatus")}
 	c.factory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(opts.Client, 0, "", func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", electionstatus.Name).String()
 	})
@@ -137,6 +151,10 @@ func (c *Controller) Handler() cache.ResourceEventHandler {
 		DeleteFunc: func(interface{}) { c.Changed() },
 	}
 }
+
+// ShutDown stops a controller that will not Run (its queue's goroutine
+// ends); Run does it itself when it returns.
+func (c *Controller) ShutDown() { c.queue.ShutDown() }
 
 // Run keeps the object until ctx ends. It returns an error when its
 // informer does not sync (the CRD is not installed: the chart installs it).
@@ -170,7 +188,7 @@ func (c *Controller) Run(ctx context.Context) error {
 // Snapshot is the installation as the sources have it now.
 func (c *Controller) Snapshot() (*inventory.Snapshot, map[settings.Component]settings.ComponentStatus) {
 	s := c.opts.Sources
-	snap := &inventory.Snapshot{}
+	snap := &inventory.Snapshot{Options: c.opts.Inventory}
 	if s.Settings != nil {
 		for _, o := range s.Settings() {
 			if _, ok := settings.Lookup(o.Name); ok {
@@ -264,6 +282,27 @@ func (c *Controller) sync(ctx context.Context) error {
 		return fmt.Errorf("write the status of ElectionStatus %s: %w", electionstatus.Name, err)
 	}
 	metrics.Writes.WithLabelValues("electionstatus").Inc()
+	// An apply removes only the fields this manager owned: a field someone
+	// else's edit added (one Compute leaves out, as an empty string or
+	// zero) stays, under that edit's manager. Where the answer still is not
+	// the status computed, the status is replaced whole, on the object the
+	// apply answered (a test of its resourceVersion: a write in between
+	// fails it, and the next sync looks again).
+	if applied, err := statusOf(got); err == nil && string(applied) != string(want) {
+		ops, err := json.Marshal([]map[string]interface{}{
+			{"op": "test", "path": "/metadata/resourceVersion", "value": got.GetResourceVersion()},
+			{"op": "replace", "path": "/status", "value": json.RawMessage(want)},
+		})
+		if err != nil {
+			return err
+		}
+		got, err = c.opts.Client.Resource(GVR).Patch(ctx, electionstatus.Name, types.JSONPatchType, ops,
+			metav1.PatchOptions{FieldManager: FieldManager}, "status")
+		if err != nil {
+			return fmt.Errorf("replace the status of ElectionStatus %s: %w", electionstatus.Name, err)
+		}
+		metrics.Writes.WithLabelValues("electionstatus").Inc()
+	}
 	c.mu.Lock()
 	c.written, c.writtenRV = want, got.GetResourceVersion()
 	c.mu.Unlock()
@@ -279,22 +318,30 @@ func (c *Controller) current() ([]byte, string, bool, error) {
 		return nil, "", exists, err
 	}
 	u := obj.(*unstructured.Unstructured)
-	raw, found := u.Object["status"]
-	if !found {
-		return nil, u.GetResourceVersion(), true, nil
-	}
-	// Through the Go type, so that the JSON is in the same form as the
-	// computed one's (field order, omitted empty fields).
-	b, err := json.Marshal(raw)
+	out, err := statusOf(u)
 	if err != nil {
 		return nil, "", true, err
 	}
+	return out, u.GetResourceVersion(), true, nil
+}
+
+// statusOf is u's status as JSON through the Go type, so that it is in the
+// same form as the computed one's (field order, omitted empty fields); nil
+// when it has none or one not of this shape (written anew).
+func statusOf(u *unstructured.Unstructured) ([]byte, error) {
+	raw, found := u.Object["status"]
+	if !found {
+		return nil, nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
 	var st electionstatus.Status
 	if json.Unmarshal(b, &st) != nil {
-		return nil, u.GetResourceVersion(), true, nil // not of this shape: written anew
+		return nil, nil
 	}
-	out, err := json.Marshal(st)
-	return out, u.GetResourceVersion(), true, err
+	return json.Marshal(st)
 }
 
 // Written is the status last written, as JSON (nil: none yet), for tests.

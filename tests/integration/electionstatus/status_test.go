@@ -7,14 +7,20 @@
 package electionstatus_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -24,6 +30,7 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	statuscontroller "leasetune.io/leasetune/pkg/controllers/electionstatus"
+	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
@@ -49,8 +56,17 @@ type installation struct {
 }
 
 // start installs Fleet and three clusters (one with a retry-period
-// override) and runs leasetune on them until the test ends.
+// override) and runs leasetune on them until the test ends, once the
+// ElectionStatus is published.
 func start(t *testing.T) *installation {
+	t.Helper()
+	in := run(t, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	framework.Eventually(t, "the ElectionStatus published", func() bool { return in.status(t) != nil })
+	return in
+}
+
+// run is start without waiting for the ElectionStatus, logging to log.
+func run(t *testing.T, log *slog.Logger) *installation {
 	t.Helper()
 	ctx := context.Background()
 	in := &installation{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t), clusterNS: cp.Namespace(t)}
@@ -71,7 +87,7 @@ func start(t *testing.T) *installation {
 			Namespace: in.ns, FleetNamespace: in.fleetNS, RancherNamespace: in.rancherNS, QPS: 100, Burst: 200, Workers: 2,
 			Settle: time.Second, LeaderElection: true, LeaseName: "leasetune", Identity: "status-test",
 			Timings: manager.DefaultTimings, LookupEnv: func(string) (string, bool) { return "", false },
-		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		}, log)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -79,7 +95,6 @@ func start(t *testing.T) *installation {
 			t.Errorf("manager.Run after cancel: %v", err)
 		}
 	})
-	framework.Eventually(t, "the ElectionStatus published", func() bool { return in.status(t) != nil })
 	return in
 }
 
@@ -220,4 +235,159 @@ func TestStatusPutBackAfterAHandEdit(t *testing.T) {
 		got := in.status(t)
 		return got != nil && same(*got, in.want(t))
 	})
+}
+
+// TestStatusFieldsOfAnotherManagerRemoved: a hand edit that adds fields
+// leasetune does not write (here clustersNotListed and fleet.judgeProblem,
+// which it omits when they are empty) is put back too. Server-side apply
+// removes only the fields the applier owned; those the edit set belong to
+// its own field manager (k8s.io/apimachinery v0.32
+// pkg/util/managedfields/internal/structuredmerge.go Apply prunes only the
+// applier's removed fields; sigs.k8s.io/structured-merge-diff v4 merge/update.go
+// prune), so an apply alone leaves them for ever.
+func TestStatusFieldsOfAnotherManagerRemoved(t *testing.T) {
+	in := start(t)
+	framework.Eventually(t, "converged", func() bool {
+		got := in.status(t)
+		return got != nil && same(*got, in.want(t))
+	})
+	res := cp.Resource(statuscontroller.GVR, "")
+	if _, err := res.Patch(context.Background(), electionstatus.Name, types.MergePatchType,
+		[]byte(`{"status":{"clustersNotListed":7,"fleet":{"judgeProblem":"bogus"}}}`), metav1.PatchOptions{FieldManager: "someone"}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "the added fields removed", func() bool {
+		got := in.status(t)
+		return got != nil && got.ClustersNotListed == 0 && got.Fleet.JudgeProblem == "" && same(*got, in.want(t))
+	})
+	time.Sleep(2 * statuscontroller.Debounce)
+	n := in.statusWrites()
+	framework.Consistently(t, "no write loop after the repair", 3*statuscontroller.Debounce, func() bool { return in.statusWrites() == n })
+}
+
+// logBuffer is a log sink the test reads while the manager writes it.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestStatusCRDInstalledAfterStart: the ElectionStatus CRD is not there
+// when the leader starts (an upgrade from a chart without it: Helm
+// installs the files of crds/ on install only, never on upgrade), and is
+// installed afterwards (`kubectl apply -f`, as the CRD file says). The
+// leader keeps the status from then on, without a restart.
+func TestStatusCRDInstalledAfterStart(t *testing.T) {
+	crds := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
+	name := statuscontroller.GVR.GroupResource().String()
+	crd, err := crds.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := func() {
+		again := &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name, Labels: crd.Labels}, Spec: crd.Spec}
+		if _, err := crds.Create(context.Background(), again, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, "the ElectionStatus kind served", func() bool {
+			_, err := cp.Resource(statuscontroller.GVR, "").List(context.Background(), metav1.ListOptions{})
+			return err == nil
+		})
+	}
+	t.Cleanup(install) // the other tests of the package need it
+	if err := crds.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "the ElectionStatus CRD gone", func() bool {
+		_, err := crds.Get(context.Background(), name, metav1.GetOptions{})
+		_, lerr := cp.Resource(statuscontroller.GVR, "").List(context.Background(), metav1.ListOptions{})
+		return apierrors.IsNotFound(err) && lerr != nil
+	})
+	logs := &logBuffer{}
+	in := run(t, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	framework.Eventually(t, "the leader saw no ElectionStatus CRD", func() bool {
+		return strings.Contains(logs.String(), "electionstatuses.leasetune.io is not installed")
+	})
+	install()
+	framework.Eventually(t, "the status published once the CRD is there", func() bool {
+		got := in.status(t)
+		return got != nil && same(*got, in.want(t))
+	})
+}
+
+// TestStatusNamesRancherConfigAsPlanDoes: with a rancher-config ConfigMap
+// in the Rancher namespace, the leader's status names it as `leasetune
+// plan` does ("ConfigMap <namespace>/rancher-config"): the page shows that
+// name and its plan lists the ConfigMap's change under it.
+func TestStatusNamesRancherConfigAsPlanDoes(t *testing.T) {
+	in := start(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: in.rancherNS, Name: fleetsettings.RancherConfigName},
+		Data: map[string]string{fleetsettings.RancherConfigKey: "leaderElection:\n  leaseDuration: 30s\n  renewDeadline: 25s\n  retryPeriod: 10s\n"}}
+	if _, err := cp.Client.CoreV1().ConfigMaps(in.rancherNS).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "rancher-config in the status, equal to Compute over inventory.Read", func() bool {
+		got := in.status(t)
+		return got != nil && got.RancherConfig.Present && same(*got, in.want(t))
+	})
+	if got, want := in.status(t).RancherConfig.Object, "ConfigMap "+in.rancherNS+"/"+fleetsettings.RancherConfigName; got != want {
+		t.Errorf("rancherConfig.object %q, want %q", got, want)
+	}
+}
+
+// TestStatusBackSoonAfterItsCRDIsReinstalled: the CRD is deleted under the
+// running leader (with the object) and installed again 90 s later. The
+// leader makes the object again within 45 s of the CRD's return: its
+// retries while the kind was not served back off to 30 s at most (as
+// leasetune's other retries do), not to the 16 minutes of client-go's
+// default controller rate limiter (k8s.io/client-go v0.28
+// util/workqueue/default_rate_limiters.go DefaultControllerRateLimiter:
+// 5 ms doubling to 1000 s). At rest nothing else wakes it: the informer of
+// a kind with no object sees no event when the kind returns.
+func TestStatusBackSoonAfterItsCRDIsReinstalled(t *testing.T) {
+	in := start(t)
+	framework.Eventually(t, "converged", func() bool {
+		got := in.status(t)
+		return got != nil && same(*got, in.want(t))
+	})
+	crds := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
+	name := statuscontroller.GVR.GroupResource().String()
+	crd, err := crds.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := func() {
+		again := &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name, Labels: crd.Labels}, Spec: crd.Spec}
+		if _, err := crds.Create(context.Background(), again, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, "the ElectionStatus kind served", func() bool {
+			_, err := cp.Resource(statuscontroller.GVR, "").List(context.Background(), metav1.ListOptions{})
+			return err == nil
+		})
+	}
+	t.Cleanup(install) // the other tests of the package need it
+	if err := crds.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(90 * time.Second)
+	install()
+	deadline := time.Now().Add(45 * time.Second)
+	for in.status(t) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the ElectionStatus not made again within 45s of its CRD's return")
+		}
+		time.Sleep(time.Second)
+	}
 }

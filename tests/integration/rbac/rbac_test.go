@@ -346,6 +346,20 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 		}
 		return false
 	})
+	// A field someone else added to its status is removed with those
+	// rights too (a JSON patch of the status subresource, after the apply).
+	if _, err := dyn.Resource(statusGVR).Patch(ctx, electionstatus.Name, types.MergePatchType,
+		[]byte(`{"status":{"clustersNotListed":7}}`), metav1.PatchOptions{FieldManager: "someone"}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "the added status field removed", func() bool {
+		u, err := dyn.Resource(statusGVR).Get(ctx, electionstatus.Name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		_, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "clustersNotListed")
+		return !found
+	})
 	switch fleetVersion {
 	case "v0.14.10":
 		framework.Eventually(t, "fleet-agentmanagement", func() bool {

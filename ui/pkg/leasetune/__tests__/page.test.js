@@ -270,6 +270,33 @@ describe('LeaderElection page: typing and saving', () => {
     expectContract(store);
   });
 
+  it('writes the Settings as they were when the preview was made: one changed since is refused, not overwritten', async() => {
+    const store = mockStore({ settings: settingsOf(AT_DEFAULTS), status: AT_DEFAULTS.status });
+    const w = await mountPage(store);
+    const c = () => card(w, 'fleet-agent');
+    const name = 'fleet-agent-leader-election-retry-period';
+
+    await input(w, 'fleet-agent', 'retryPeriod').setValue('8s');
+    await c().find('.save').trigger('click');
+    await flushPromises();
+    const reads = store.dispatch.mock.calls.length;
+
+    // Someone else saves the same Setting while the preview is shown: the
+    // store's watch brings the object with its new resourceVersion.
+    store.held.settings[name] = { ...store.held.settings[name], value: '12s', metadata: { name, resourceVersion: '101' } };
+    await flushPromises();
+    await c().find('.save-preview .confirm').trigger('click');
+    await flushPromises();
+
+    const puts = store.dispatch.mock.calls.slice(reads);
+
+    expect(puts.map(([, p]) => [p.url, p.data.value])).toEqual([[`/v1/management.cattle.io.settings/${ name }`, '8s']]);
+    // The resourceVersion the preview was made from: the kube-apiserver
+    // answers 409 Conflict rather than overwrite the other save.
+    expect(puts[0][1].data.metadata.resourceVersion).toBe('100');
+    expectContract(store);
+  });
+
   it('shows the webhook\'s refusal as it came, stops writing and says what was written', async() => {
     const msg = 'admission webhook "settings.leasetune.io" denied the request: fleet-agent-leader-election-renew-deadline="50s" refused: the agent triple would leave the fleet-agent of 1 cluster(s) with an invalid triple';
     const store = mockStore({
