@@ -322,20 +322,19 @@ func agents(snap *inventory.Snapshot, agent settings.ComponentStatus) (Agents, [
 			listed = append(listed, cl)
 		}
 	}
-	keys := make([]string, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range largestFirst(groups, func(g *Group) int { return g.Count }) {
+		if len(out.Groups) == MaxGroups {
+			out.GroupsNotListed++
+			out.ClustersNotGrouped += groups[k].Count
+			continue
+		}
 		out.Groups = append(out.Groups, *groups[k])
 	}
-	keys = keys[:0]
-	for k := range unroutable {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range largestFirst(unroutable, func(e *Entries) int { return e.Count }) {
+		if len(out.UnroutableEntries) == MaxGroups {
+			out.UnroutableEntriesNotListed++
+			continue
+		}
 		out.UnroutableEntries = append(out.UnroutableEntries, *unroutable[k])
 	}
 	sort.Slice(listed, func(i, j int) bool { return listed[i].Name < listed[j].Name })
@@ -361,4 +360,21 @@ func overridesOf(f agentenv.SourceFacts) map[string]string {
 		}
 	}
 	return out
+}
+
+// largestFirst returns the keys of m, the largest count first, then in the
+// order of the keys (the groups' JSON), so that the same installation gives
+// the same bytes whatever the order of its lists.
+func largestFirst[T any](m map[string]*T, count func(*T) int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if a, b := count(m[keys[i]]), count(m[keys[j]]); a != b {
+			return a > b
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
 }

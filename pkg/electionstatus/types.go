@@ -36,6 +36,15 @@ type Status struct {
 // 10,000 clusters.
 const MaxClusters = 100
 
+// MaxGroups bounds Agents.Groups and Agents.UnroutableEntries. A group of
+// clusters whose override annotations, entries and leasetune's record all
+// differ takes about 170 bytes of JSON, so 1,000 of them stay near 170 KiB,
+// well within the 1.5 MiB etcd accepts in one request by default
+// (go.etcd.io/etcd/server/v3 v3.5.16 embed/config.go,
+// DefaultMaxRequestBytes), above which the kube-apiserver refuses the write
+// ("etcdserver: request is too large").
+const MaxGroups = 1000
+
 // Triple is a timing triple (durations in Go's syntax).
 type Triple struct {
 	LeaseDuration string `json:"leaseDuration"`
@@ -179,8 +188,17 @@ type Agents struct {
 	// or not.
 	UnroutableEntries []Entries `json:"unroutableEntries,omitempty"`
 	// Groups partition the routable clusters: every cluster of a group
-	// gets the same decision for any global agent triple.
-	Groups []Group `json:"groups"`
+	// gets the same decision for any global agent triple. At most
+	// MaxGroups, the largest first kept (then by their content);
+	// GroupsNotListed counts the groups left out and ClustersNotGrouped
+	// their clusters, so that the object stays within etcd's request limit
+	// when thousands of clusters each read differently (each with its own
+	// overrides, say). UnroutableEntries is bounded the same way
+	// (UnroutableEntriesNotListed).
+	Groups                     []Group `json:"groups"`
+	GroupsNotListed            int     `json:"groupsNotListed,omitempty"`
+	ClustersNotGrouped         int     `json:"clustersNotGrouped,omitempty"`
+	UnroutableEntriesNotListed int     `json:"unroutableEntriesNotListed,omitempty"`
 }
 
 // Group is Count clusters that read alike: the same kind of source, the
