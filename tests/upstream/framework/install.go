@@ -285,7 +285,7 @@ func Start(opts Options) (_ *Installation, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := step("leasetune (helm install leasetune; the Kubelet double runs it until /readyz answers)", func() error {
+	if err := step("leasetune (helm install leasetune; the Kubelet double runs it until /readyz answers; beside Rancher, until Rancher has cached its UIPlugin)", func() error {
 		if in.BeforeLeasetune, err = in.Audit.Mark(); err != nil {
 			return err
 		}
@@ -321,10 +321,28 @@ func Start(opts Options) (_ *Installation, err error) {
 		if !opts.Rancher {
 			return nil
 		}
-		// Its UIPlugin, which helm installed with the chart (templates/uiplugin.yaml).
-		return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-			_, err := in.Dyn.Resource(UIPluginGVR).Namespace("cattle-ui-plugin-system").Get(ctx, "leasetune", metav1.GetOptions{})
-			return err == nil, nil
+		// Its UIPlugin, which helm installed with the chart
+		// (templates/uiplugin.yaml), cached by Rancher before any case
+		// restarts Rancher. Rancher's first fetch usually comes before the
+		// bundle server listens and fails; Rancher retries after a backoff
+		// of seconds, but only in that process's memory: a Rancher started
+		// again before the retry skips the plugin (its status.retryAt not
+		// reached yet) and nothing enqueues it again until the next resync
+		// or a change of the object (rancher/rancher v2.12.12
+		// pkg/controllers/dashboard/plugin/controller.go, OnPluginChange's
+		// RetryAt check and retry's EnqueueAfter). Seen here when
+		// Test02RancherStartRestoresTheSettings ran first, 0.4 s after the
+		// failed fetch.
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		return wait.PollUntilContextCancel(cctx, time.Second, true, func(ctx context.Context) (bool, error) {
+			u, err := in.Dyn.Resource(UIPluginGVR).Namespace("cattle-ui-plugin-system").Get(ctx, "leasetune", metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			st, _ := u.Object["status"].(map[string]interface{})
+			ready, _ := st["ready"].(bool)
+			return st["cacheState"] == "cached" && ready, nil
 		})
 	}); err != nil {
 		return nil, err
