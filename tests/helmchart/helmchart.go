@@ -2,7 +2,8 @@
 // with the helm CLI the project pins (tools/helm, built once by
 // scripts/helm.sh), for tests that need no cluster: tests/chart (the Rancher
 // Apps page files) and tests/promrules (the alerts). It starts no control
-// plane; the integration framework has its own renderer.
+// plane; the integration framework gets helm from Path too, and renders
+// with its own renderer.
 package helmchart
 
 import (
@@ -81,10 +82,10 @@ func Chart(t testing.TB) string {
 	return filepath.Join(r, "charts", "leasetune")
 }
 
-// Helm returns the path of the pinned helm CLI, building it first when
-// missing (scripts/helm.sh: minutes, once per machine).
-func Helm(t testing.TB) string {
-	t.Helper()
+// Path returns the path of the pinned helm CLI, building it first when
+// missing (scripts/helm.sh: minutes, once per machine; its last line of
+// output is the path), or the script's error with its output.
+func Path() (string, error) {
 	helmOnce.Do(func() {
 		r, err := Root()
 		if err != nil {
@@ -102,10 +103,17 @@ func Helm(t testing.TB) string {
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		helmPath = lines[len(lines)-1]
 	})
-	if helmErr != nil {
-		t.Fatal(helmErr)
+	return helmPath, helmErr
+}
+
+// Helm is Path for a test: it fails t when helm cannot be had.
+func Helm(t testing.TB) string {
+	t.Helper()
+	p, err := Path()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return helmPath
+	return p
 }
 
 // Template runs helm template on the chart (release leasetune, namespace

@@ -5,13 +5,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -19,36 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
-)
 
-var (
-	helmOnce sync.Once
-	helmPath string
-	helmErr  error
+	"leasetune.io/leasetune/tests/helmchart"
 )
 
 // HelmPath returns the helm CLI the project pins (tools/helm), built once
-// per machine by scripts/helm.sh (its last line of output is the path).
-func HelmPath() (string, error) {
-	helmOnce.Do(func() {
-		root, err := RepoRoot()
-		if err != nil {
-			helmErr = err
-			return
-		}
-		var stderr bytes.Buffer
-		cmd := exec.Command("bash", filepath.Join(root, "scripts", "helm.sh"))
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			helmErr = fmt.Errorf("scripts/helm.sh: %w\n%s", err, stderr.String())
-			return
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		helmPath = lines[len(lines)-1]
-	})
-	return helmPath, helmErr
-}
+// per machine by scripts/helm.sh (helmchart.Path).
+func HelmPath() (string, error) { return helmchart.Path() }
 
 // RenderChart returns the documents of charts/leasetune rendered by helm
 // template (Kubernetes 1.30) with the given --set values.
