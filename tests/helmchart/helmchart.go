@@ -141,15 +141,25 @@ func Render(t testing.TB, args ...string) [][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	docs, err := Split(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
+// Split returns the non-empty documents of a multi-document YAML stream
+// (helm template's output), or the reader's error.
+func Split(out []byte) ([][]byte, error) {
 	var docs [][]byte
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
 	for {
 		d, err := r.Read()
 		if errors.Is(err, io.EOF) {
-			return docs
+			return docs, nil
 		}
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if len(bytes.TrimSpace(d)) > 0 {
 			docs = append(docs, d)

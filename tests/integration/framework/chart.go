@@ -1,11 +1,8 @@
 package framework
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -63,20 +60,11 @@ func RenderChartAPIs(t testing.TB, apiVersions []string, set ...string) [][]byte
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, &stderr)
 	}
-	var docs [][]byte
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	for {
-		d, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return docs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(bytes.TrimSpace(d)) > 0 {
-			docs = append(docs, d)
-		}
+	docs, err := helmchart.Split(b)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return docs
 }
 
 // InstallWebhookConfig installs the ValidatingWebhookConfiguration among
