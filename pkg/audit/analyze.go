@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"runtime"
 	"sort"
 	"time"
 )
@@ -42,7 +43,8 @@ const (
 
 // Analyzer reads audit logs and accumulates what Report returns. It is
 // not safe for concurrent use; read files one after the other (rotated
-// logs in any order: intervals are never taken across two files).
+// logs in any order: intervals are never taken across two files). Read
+// itself uses every CPU GOMAXPROCS allows (see readBlocks).
 type Analyzer struct {
 	files    []string
 	file     int
@@ -71,8 +73,13 @@ type Analyzer struct {
 	countedRing []uint64
 	countedNext int
 
-	key           []byte
-	arena, arena2 []byte
+	// workers is the number of goroutines that parse lines: 0 for
+	// GOMAXPROCS, 1 for the sequential reader (tests set it).
+	workers int
+
+	key      []byte
+	sc, evSc scanner // the sequential reader's, and evict's
+	rec      rec
 }
 
 // slot is one request at a stage before the final one: its line, kept
@@ -98,22 +105,41 @@ func NewAnalyzer() *Analyzer {
 	}
 }
 
+// maxLineBytes is MaxLineBytes; tests make it smaller.
+var maxLineBytes = MaxLineBytes
+
+// errTooLong is the error of a line longer than maxLineBytes.
+func errTooLong() error { return fmt.Errorf("line longer than %d MiB", maxLineBytes>>20) }
+
 // Read reads one log, plain or gzip (detected by its first bytes, so a
 // rotated "audit.log.1" that is compressed is read too). name is used in
 // messages. A line that is not an audit event is counted, never fatal;
 // a read error or a truncated gzip stream is returned, naming the file.
+// With more than one CPU (GOMAXPROCS) the lines are parsed in parallel
+// and counted in their order (readBlocks); the report is the same.
 func (a *Analyzer) Read(name string, r io.Reader) error {
 	a.files = append(a.files, name)
 	a.file = len(a.files)
-	br := bufio.NewReaderSize(r, 1<<20)
+	// A small buffer for the peek: the parallel reader's reads of whole
+	// blocks then bypass it (bufio reads a large p directly).
+	br := bufio.NewReaderSize(r, 64<<10)
+	var src io.Reader = br
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		defer func() { _ = zr.Close() }() // a reader: nothing to flush
-		br = bufio.NewReaderSize(zr, 1<<20)
+		src = zr
 	}
+	workers := a.workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if workers > 1 {
+		return a.readBlocks(name, src, workers)
+	}
+	br = bufio.NewReaderSize(src, 1<<20)
 	lineNo := 0
 	var long []byte
 	tooLong := false
@@ -121,7 +147,7 @@ func (a *Analyzer) Read(name string, r io.Reader) error {
 		chunk, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			if !tooLong {
-				if len(long)+len(chunk) > MaxLineBytes {
+				if len(long)+len(chunk) > maxLineBytes {
 					tooLong, long = true, nil
 				} else {
 					long = append(long, chunk...)
@@ -135,24 +161,37 @@ func (a *Analyzer) Read(name string, r io.Reader) error {
 			if long != nil {
 				line = append(long, chunk...)
 			}
-			if tooLong {
+			if tooLong || len(line)-btoi(bytes.HasSuffix(line, []byte("\n"))) > maxLineBytes {
 				a.lines++
-				a.badLine(name, lineNo, fmt.Errorf("line longer than %d MiB", MaxLineBytes>>20))
+				a.badLine(name, lineNo, errTooLong())
 			} else {
 				a.line(name, lineNo, line)
 			}
 			long, tooLong = nil, false
 		}
-		if err == io.EOF {
-			return nil
-		}
 		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return fmt.Errorf("%s: truncated gzip stream after line %d: %w", name, lineNo, err)
-			}
-			return fmt.Errorf("%s: after line %d: %w", name, lineNo, err)
+			return readError(name, lineNo, err)
 		}
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// readError is Read's error for err after line n of name: nil at the
+// end of the log.
+func readError(name string, n int, err error) error {
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%s: truncated gzip stream after line %d: %w", name, n, err)
+	}
+	return fmt.Errorf("%s: after line %d: %w", name, n, err)
 }
 
 func (a *Analyzer) badLine(name string, n int, err error) {
@@ -162,37 +201,144 @@ func (a *Analyzer) badLine(name string, n int, err error) {
 	}
 }
 
+// trimEOL trims the newlines and carriage returns at the end of line
+// (bytes.TrimRight(line, "\r\n") without building its set each time).
+func trimEOL(line []byte) []byte {
+	for n := len(line); n > 0 && (line[n-1] == '\n' || line[n-1] == '\r'); n-- {
+		line = line[:n-1]
+	}
+	return line
+}
+
+// blank reports whether a line (its newline and carriage returns
+// trimmed) has nothing to read.
+func blank(line []byte) bool { return len(bytes.TrimSpace(line)) == 0 }
+
+// line reads and counts line n (the sequential reader).
 func (a *Analyzer) line(name string, n int, line []byte) {
-	line = bytes.TrimRight(line, "\r\n")
-	if len(bytes.TrimSpace(line)) == 0 {
+	line = trimEOL(line)
+	if blank(line) {
 		return
 	}
-	a.lines++
-	if cap(a.arena) < len(line) {
-		a.arena = make([]byte, 0, len(line)+len(line)/2)
+	a.sc.arena = a.sc.arena[:0]
+	a.sc.parseRec(a.seed, line, &a.rec)
+	a.apply(name, n, &a.rec)
+}
+
+// rec is one line that is not blank, parsed (on any goroutine) ahead of
+// apply, which counts it in the log's order.
+type rec struct {
+	n     int   // the line number (from the start of its block in readBlocks)
+	err   error // not an audit event
+	early bool  // a stage before the final one: raw is the line
+	hash  uint64
+	raw   []byte
+	req   req
+}
+
+// req is what request counts of one request. Its byte slices point into
+// the line (or a scanner's arena) and are valid while the line is.
+type req struct {
+	uri, user, ua, ip, ns, name []byte
+	reqObject, respObject       []byte
+	ts, at                      int64
+	tsOK, atOK                  bool
+	kind                        string // lockKind's
+	verb                        verbClass
+}
+
+type verbClass uint8
+
+const (
+	verbOther verbClass = iota
+	verbRead
+	verbWrite
+)
+
+func verbClassOf(verb []byte) verbClass {
+	switch string(verb) {
+	case "get":
+		return verbRead
+	case "update", "patch", "create":
+		return verbWrite
 	}
+	return verbOther
+}
+
+// parseRec reads line into rc: early (a stage before the final one,
+// read only as far as its auditID and stage), a request, or an error.
+// seed hashes the auditID.
+func (s *scanner) parseRec(seed maphash.Seed, line []byte, rc *rec) {
 	var ev event
-	err := parseLine(line, &ev, a.arena, false)
-	if errors.Is(err, errEarly) || (err == nil && !finalStage(ev.stage)) {
-		a.events++
-		a.remember(maphash.Bytes(a.seed, ev.auditID), n, line)
-		return
+	err := s.parse(line, &ev, false)
+	s.setRec(seed, line, &ev, err, rc)
+}
+
+// setRec sets rc from the event line was read into and the error of
+// reading it (errEarly for a line read only as far as its stage).
+func (s *scanner) setRec(seed maphash.Seed, line []byte, ev *event, err error, rc *rec) {
+	*rc = rec{n: rc.n}
+	switch {
+	case errors.Is(err, errEarly) || (err == nil && !finalStage(ev.stage)):
+		rc.early, rc.hash, rc.raw = true, maphash.Bytes(seed, ev.auditID), line
+	case err != nil:
+		rc.err = err
+	default:
+		rc.hash = maphash.Bytes(seed, ev.auditID)
+		s.setReq(&rc.req, ev)
 	}
-	if err != nil {
-		a.badLine(name, n, err)
+}
+
+// setReq fills q from ev.
+func (s *scanner) setReq(q *req, ev *event) {
+	*q = req{uri: ev.requestURI, user: ev.username, ua: ev.userAgent, ip: ev.sourceIP, ns: ev.namespace, name: ev.name,
+		reqObject: ev.requestObject, respObject: ev.responseObject, verb: verbClassOf(ev.verb)}
+	// ts is when the request arrived (requestReceivedTimestamp, which is
+	// what a client's cadence shows), else stageTimestamp; at is when the
+	// event was written (stageTimestamp), else requestReceivedTimestamp:
+	// a log covers the time its events were written in (a watch received
+	// half an hour before a rotated file begins completes inside it with
+	// its old requestReceivedTimestamp; kube-apiserver ends watches after
+	// --min-request-timeout, 1800s by default, to twice that).
+	received, rok := s.times.parse(ev.received)
+	stageAt, sok := s.times.parse(ev.stageAt)
+	q.ts, q.tsOK, q.at, q.atOK = received, rok, stageAt, sok
+	if !rok {
+		q.ts, q.tsOK = stageAt, sok
+	}
+	if !sok {
+		q.at, q.atOK = received, rok
+	}
+	if ev.hasObjectRef && len(ev.name) > 0 && len(ev.subresource) == 0 {
+		q.kind = lockKind(ev)
+	}
+}
+
+// apply counts line n, parsed into rc.
+func (a *Analyzer) apply(name string, n int, rc *rec) {
+	a.lines++
+	if rc.err != nil {
+		a.badLine(name, n, rc.err)
 		return
 	}
 	a.events++
-	h := maphash.Bytes(a.seed, ev.auditID)
-	if i, ok := a.pending[h]; ok {
-		a.slots[i].live = false
-		delete(a.pending, h)
-	}
-	if _, ok := a.counted[h]; ok {
-		delete(a.counted, h)
+	if rc.early {
+		a.remember(rc.hash, n, rc.raw)
 		return
 	}
-	a.request(&ev, a.file)
+	if len(a.pending) > 0 {
+		if i, ok := a.pending[rc.hash]; ok {
+			a.slots[i].live = false
+			delete(a.pending, rc.hash)
+		}
+	}
+	if len(a.counted) > 0 {
+		if _, ok := a.counted[rc.hash]; ok {
+			delete(a.counted, rc.hash)
+			return
+		}
+	}
+	a.request(&rc.req, a.file)
 }
 
 // remember keeps the line of a request at a stage before the final one
@@ -217,16 +363,16 @@ func (a *Analyzer) remember(h uint64, n int, line []byte) {
 func (a *Analyzer) evict(s *slot) {
 	s.live = false
 	delete(a.pending, s.hash)
-	if cap(a.arena2) < len(s.raw) {
-		a.arena2 = make([]byte, 0, len(s.raw))
-	}
+	a.evSc.arena = a.evSc.arena[:0]
 	var ev event
-	if err := parseLine(s.raw, &ev, a.arena2, true); err != nil {
+	if err := a.evSc.parse(s.raw, &ev, true); err != nil {
 		a.events--
 		a.badLine(a.files[s.file-1], s.line, err)
 		return
 	}
-	a.request(&ev, s.file)
+	var q req
+	a.evSc.setReq(&q, &ev)
+	a.request(&q, s.file)
 }
 
 func (a *Analyzer) markCounted(h uint64) {
@@ -249,10 +395,10 @@ func (a *Analyzer) finish() {
 }
 
 // request counts one request.
-func (a *Analyzer) request(ev *event, file int) {
+func (a *Analyzer) request(q *req, file int) {
 	a.requests++
-	ts, ok := ev.timestamp()
-	if at, logged := ev.loggedAt(); logged {
+	ts, ok := q.ts, q.tsOK
+	if at := q.at; q.atOK {
 		if a.from == 0 || at < a.from {
 			a.from = at
 		}
@@ -263,18 +409,15 @@ func (a *Analyzer) request(ev *event, file int) {
 	if !ok {
 		a.noTime++
 	}
-	a.top.add(ev.requestURI)
-	if !ev.hasObjectRef || len(ev.name) == 0 || len(ev.subresource) > 0 {
-		return
-	}
-	kind := lockKind(ev)
+	a.top.add(q.uri)
+	kind := q.kind
 	if kind == "" {
 		return
 	}
-	a.key = append(append(append(append(append(a.key[:0], kind...), 0), ev.namespace...), 0), ev.name...)
+	a.key = append(append(append(append(append(a.key[:0], kind...), 0), q.ns...), 0), q.name...)
 	obj := a.objects[string(a.key)]
 	if obj == nil {
-		annotated := kind != "leases" && ev.leaderAnnotated()
+		annotated := kind != "leases" && leaderAnnotated(q.respObject, q.reqObject)
 		if kind != "leases" && !annotated {
 			if a.others >= maxObjects {
 				a.untraced++
@@ -282,15 +425,15 @@ func (a *Analyzer) request(ev *event, file int) {
 			}
 			a.others++
 		}
-		obj = &lockObject{resource: kind, namespace: string(ev.namespace), name: string(ev.name), candidates: map[string]*candidate{}}
+		obj = &lockObject{resource: kind, namespace: string(q.ns), name: string(q.name), candidates: map[string]*candidate{}}
 		a.objects[string(a.key)] = obj
 	}
 	obj.requests++
-	if kind != "leases" && !obj.annotated && (len(ev.responseObject) > 0 || len(ev.requestObject) > 0) {
+	if kind != "leases" && !obj.annotated && (len(q.respObject) > 0 || len(q.reqObject) > 0) {
 		obj.objectsSeen = true
-		obj.annotated = ev.leaderAnnotated()
+		obj.annotated = leaderAnnotated(q.respObject, q.reqObject)
 	}
-	a.key = append(append(append(append(append(a.key[:0], ev.username...), 0), ev.userAgent...), 0), ev.sourceIP...)
+	a.key = append(append(append(append(append(a.key[:0], q.user...), 0), q.ua...), 0), q.ip...)
 	c := obj.candidates[string(a.key)]
 	if c == nil {
 		if len(obj.candidates) >= maxCandidates {
@@ -298,13 +441,13 @@ func (a *Analyzer) request(ev *event, file int) {
 			c = obj.candidates[string(a.key)]
 		}
 		if c == nil {
-			c = &candidate{User: string(ev.username), UserAgent: string(ev.userAgent), SourceIP: string(ev.sourceIP)}
+			c = &candidate{User: string(q.user), UserAgent: string(q.ua), SourceIP: string(q.ip)}
 			obj.candidates[string(a.key)] = c
 		}
 	}
 	c.requests++
-	switch string(ev.verb) {
-	case "get":
+	switch q.verb {
+	case verbRead:
 		c.reads++
 		if ok && c.lastRead != 0 && c.file == file && ts > c.lastRead {
 			c.readIntervals.add(ts - c.lastRead)
@@ -312,7 +455,7 @@ func (a *Analyzer) request(ev *event, file int) {
 		if ok {
 			c.lastRead = ts
 		}
-	case "update", "patch", "create":
+	case verbWrite:
 		c.writes++
 		if ok && c.lastWrite != 0 && c.file == file && ts > c.lastWrite {
 			c.writeIntervals.add(ts - c.lastWrite)

@@ -4,9 +4,10 @@
 // It provides:
 //   - Analyzer, which reads audit logs as the apiserver writes them (one
 //     audit.k8s.io/v1 Event per line, any level; plain or gzip, detected by
-//     content) in one pass and in bounded memory, and counts requests: a
-//     request is its ResponseComplete (or Panic) event, or the last stage
-//     present for its auditID;
+//     content) in one pass and in bounded memory, parsing the lines on
+//     every CPU GOMAXPROCS allows and counting them in order, and counts
+//     requests: a request is its ResponseComplete (or Panic) event, or the
+//     last stage present for its auditID;
 //   - Report, what the pass found: the time span, the total, the most
 //     requested URIs, and every leader-election lock with its holders,
 //     its share of all requests and the retry period its holder's cadence

@@ -81,16 +81,19 @@ func SURE3805(start time.Time) Options {
 }
 
 // ForSize returns o with its Duration scaled so that the log is about size
-// bytes (at about 870 bytes a line); rates, cadences and shares stay.
+// bytes (at about 934 bytes a ResponseComplete line and 889 a
+// RequestReceived one, as Write writes SURE3805's mix at Metadata level);
+// rates, cadences and shares stay.
 func ForSize(o Options, size int64) Options {
 	perHour := o.BackgroundPerHour + 360 // the autoscaler's reads
 	for _, l := range o.Locks {
 		perHour += float64(time.Hour) / float64(l.RetryPeriod) * (2 + float64(l.Followers)/1.6)
 	}
+	perRequest := 934.0
 	if o.RequestReceived {
-		perHour *= 2
+		perRequest += 889
 	}
-	o.Duration = time.Duration(float64(size) / 870 / perHour * float64(time.Hour)).Round(time.Second)
+	o.Duration = time.Duration(float64(size) / perRequest / perHour * float64(time.Hour)).Round(time.Second)
 	return o
 }
 

@@ -1,0 +1,22 @@
+//go:build unix
+
+package audit
+
+import (
+	"syscall"
+	"time"
+)
+
+// cpuTime is the user and system CPU time of this process, or of its
+// waited-for children.
+func cpuTime(children bool) time.Duration {
+	who := syscall.RUSAGE_SELF
+	if children {
+		who = syscall.RUSAGE_CHILDREN
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(who, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
