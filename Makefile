@@ -16,7 +16,7 @@ UNIT_PKGS := $(shell $(GO) list ./... | grep -v -e /tests/integration/ -e /tests
 UPSTREAM_PKGS := $(shell $(GO) list -tags upstream ./tests/upstream/... | grep -v /framework)
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 3m
 
-.PHONY: all build run test test-unit test-integration test-upstream upstream controlplane lint golangci-lint chart-lint generate verify-generated fmt fuzz bench clean ui verify-ui test-ui
+.PHONY: all build run test test-unit test-integration test-upstream upstream controlplane lint golangci-lint chart-lint generate verify-generated fmt fuzz bench bench-audit clean ui verify-ui test-ui
 
 all: lint build test
 
@@ -65,6 +65,9 @@ test-integration:
 	  echo "test-integration: Prometheus for tests/integration/prometheus (scripts/prometheus.sh; built once, minutes) ..."; start=$$SECONDS; \
 	  if prom="$$(scripts/prometheus.sh)"; then echo "test-integration: Prometheus $$prom ($$((SECONDS - start))s)"; \
 	  else echo "test-integration: no Prometheus ($$((SECONDS - start))s): tests/integration/prometheus skips, saying why"; fi; \
+	  echo "test-integration: the Prometheus Operator for tests/integration/prometheus (scripts/prometheus-operator.sh; built once, minutes) ..."; start=$$SECONDS; \
+	  if op="$$(scripts/prometheus-operator.sh)"; then echo "test-integration: Prometheus Operator $$op ($$((SECONDS - start))s)"; \
+	  else echo "test-integration: no Prometheus Operator ($$((SECONDS - start))s): its test in tests/integration/prometheus skips, saying why"; fi; \
 	  echo "test-integration: go test -race -p 1 $(INTEGRATION_PKGS): one package at a time, each with its own kube-apiserver and etcd, each printed as it ends ..."; start=$$SECONDS; \
 	  if KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 -p 1 -timeout 30m $(INTEGRATION_PKGS); then echo "test-integration: passed in $$((SECONDS - start))s"; \
 	  else echo "test-integration: failed after $$((SECONDS - start))s"; exit 1; fi
@@ -176,6 +179,15 @@ REST ?= 180
 bench: build ## benchmark leasetune against the raw-PATCH floor on a local control plane (N clusters, REST seconds at rest)
 	assets="$$(scripts/controlplane.sh)" && $(GO) build -o bin/bench ./hack/bench && \
 	  bin/bench -assets "$$assets" -binary $(BIN) -n $(N) -rest $(REST)s
+
+# BenchmarkAudit (pkg/audit): `leasetune audit`'s readers against
+# json-iterator, encoding/json and jq's pipeline on two generated logs of
+# AUDIT_MB MiB (428: issue #27's 449 MB). Not run by CI; jq only when it is
+# installed. See docs/audit.md.
+AUDIT_MB ?= 428
+AUDIT_BENCHTIME ?= 3x
+bench-audit: ## benchmark leasetune audit against json-iterator, encoding/json and jq (two logs of AUDIT_MB MiB)
+	LEASETUNE_AUDIT_BENCH_MB=$(AUDIT_MB) $(GO) test -v -run '^$$' -bench '^BenchmarkAudit$$' -benchtime $(AUDIT_BENCHTIME) -timeout 60m ./pkg/audit
 
 clean:
 	rm -rf bin

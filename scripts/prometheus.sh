@@ -6,15 +6,23 @@
 #
 # 1. Builds github.com/prometheus/prometheus/cmd/prometheus at the version
 #    tools/prometheus/go.mod pins into a git-ignored cache folder,
-#    ~/.cache/leasetune/tools/prometheus-<version>/prometheus (scripts/lib/cache.sh), once (a few minutes on 2
-#    cores the first time, 9 s to relink from Go's build cache; seconds
-#    afterwards). Build tags: remove_all_sd (no cloud or Kubernetes service
-#    discovery: plugins/plugin_*.go are `//go:build !remove_all_sd ||
-#    enable_<name>_sd`, plugins/minimum.go keeps file and HTTP; the tests
-#    scrape static targets) and no builtinassets (web/ui/ui.go,
-#    `//go:build !builtinassets`, serves the web UI from web/ui/static under
-#    the working directory, which is not there: no UI; the tests use only
-#    the HTTP API).
+#    ~/.cache/leasetune/tools/prometheus-<version>-<tags>/prometheus
+#    (scripts/lib/cache.sh), once (a few minutes on 2 cores the first time,
+#    9 s to relink from Go's build cache; seconds afterwards). The folder
+#    names the build tags too, so that a machine whose cache holds a build
+#    with other tags (before Kubernetes discovery was added: the folder
+#    prometheus-<version>) builds anew. Build tags:
+#    - remove_all_sd and enable_kubernetes_sd: of the service-discovery
+#      plugins only Kubernetes (plugins/plugin_*.go are `//go:build
+#      !remove_all_sd || enable_<name>_sd`; plugins/plugin_kubernetes.go is
+#      enable_kubernetes_sd), beside file and HTTP, which plugins/minimum.go
+#      always keeps; no cloud SDKs. The dashboard's tests scrape static
+#      targets; the test of the chart's ServiceMonitor (operator_test.go)
+#      runs the configuration the Prometheus Operator generates, whose scrape
+#      jobs find their targets with kubernetes_sd_configs (role endpoints);
+#    - no builtinassets (web/ui/ui.go, `//go:build !builtinassets`, serves
+#      the web UI from web/ui/static under the working directory, which is
+#      not there): no UI; the tests use only the HTTP API.
 # 2. If that build fails and this is a root shell with apt-get, installs
 #    Debian's prometheus package instead (its service is kept from starting
 #    while it installs) and prints /usr/bin/prometheus.
@@ -29,9 +37,10 @@ command -v go >/dev/null 2>&1 || PATH="/usr/local/go/bin:$PATH"
 
 build() {
   local module version out tmp start
+  local tags=remove_all_sd,enable_kubernetes_sd
   module=github.com/prometheus/prometheus
   version="$(cd "$tools" && go list -mod=readonly -m -f '{{.Version}}' "$module")" || return 1
-  out="$(leasetune_cache)/tools/prometheus-$version"
+  out="$(leasetune_cache)/tools/prometheus-$version-${tags//,/-}"
   if [[ -x "$out/prometheus" ]]; then
     echo "$out/prometheus"
     return 0
@@ -41,9 +50,9 @@ build() {
   # Prometheus's module version v0.MMM.P is its release 3.(MMM-300).P.
   local release="${version#v0.}"
   release="3.$((10#${release%%.*} - 300)).${release#*.}"
-  echo "prometheus: building $module $version (Prometheus $release) into $out (a few minutes, once) ..." >&2
+  echo "prometheus: building $module $version (Prometheus $release, tags $tags) into $out (a few minutes, once) ..." >&2
   start=$SECONDS
-  if ! (cd "$tools" && CGO_ENABLED=0 go build -mod=readonly -trimpath -tags remove_all_sd \
+  if ! (cd "$tools" && CGO_ENABLED=0 go build -mod=readonly -trimpath -tags "$tags" \
     -ldflags "-s -w -X github.com/prometheus/common/version.Version=$release -X github.com/prometheus/common/version.Branch=module-$version" \
     -o "$tmp" "$module/cmd/prometheus") >&2; then
     rm -f "$tmp"

@@ -1,6 +1,6 @@
 // Package chart_test checks what Rancher's Apps page reads from the chart
 // (Chart.yaml's catalog.cattle.io annotations, questions.yaml,
-// app-readme.md) against the chart itself, and the chart's Prometheus
+// app-readme.md, README.md) against the chart itself, and the chart's Prometheus
 // Operator objects (monitoring.*), by rendering it with helm template. No
 // cluster: it runs with the unit tests.
 package chart_test
@@ -81,21 +81,6 @@ func questions(t *testing.T) []question {
 	return out
 }
 
-// lookup returns the value at the dotted path in values.
-func lookup(values map[string]interface{}, path string) (interface{}, bool) {
-	var cur interface{} = values
-	for _, k := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]interface{})
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[k]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
 // TestQuestionsMatchValues: every question names a value of values.yaml
 // whose type is the question's and whose default is the question's, once;
 // the form shows each with a label, a description and a group, and a
@@ -112,7 +97,7 @@ func TestQuestionsMatchValues(t *testing.T) {
 		if q.Label == "" || q.Description == "" || q.Group == "" {
 			t.Errorf("%s: label %q, description %q, group %q: the form needs all three", q.Variable, q.Label, q.Description, q.Group)
 		}
-		v, ok := lookup(values, q.Variable)
+		v, ok := helmchart.Lookup(values, q.Variable)
 		if !ok {
 			t.Errorf("%s: no such value in values.yaml", q.Variable)
 			continue
@@ -377,5 +362,54 @@ func TestAppReadme(t *testing.T) {
 	}
 	if !bytes.HasPrefix(b, []byte("# ")) || len(b) > 2000 {
 		t.Errorf("app-readme.md: %d bytes, starts %q: want a heading and at most 2000 bytes", len(b), b[:min(len(b), 20)])
+	}
+}
+
+// TestChartReadme: README.md, what the chart's page in Rancher's Apps shows
+// (rancher/dashboard v2.12.12 shell/pages/c/_cluster/apps/charts/chart.vue
+// renders the chart version's readme, not app-readme.md; without it the
+// page is empty), has a heading, a first paragraph of plain text (the
+// upstream Apps case compares it with the page), and names every top-level
+// value of values.yaml in its values table, so that a value added without
+// a line there fails here.
+func TestChartReadme(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(helmchart.Chart(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.SplitN(string(b), "\n\n", 3)
+	if len(parts) < 3 || !strings.HasPrefix(parts[0], "# ") || strings.ContainsAny(parts[1], "`*[]#") {
+		t.Fatalf("README.md must start with a heading and a paragraph of plain text (no markup): %q", parts[:min(len(parts), 2)])
+	}
+	_, table, found := strings.Cut(string(b), "\n## Values\n")
+	if !found {
+		t.Fatal("README.md has no ## Values section")
+	}
+	named := map[string]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first := strings.Split(line, "|")[1]
+		for _, m := range regexp.MustCompile("`([A-Za-z]+)`").FindAllStringSubmatch(first, -1) {
+			named[m[1]] = true
+		}
+	}
+	var values map[string]interface{}
+	readYAML(t, "values.yaml", &values)
+	var missing []string
+	for k := range values {
+		if !named[k] {
+			missing = append(missing, k)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("README.md's values table lacks %q", missing)
+	}
+	for k := range named {
+		if _, ok := values[k]; !ok {
+			t.Errorf("README.md's values table names %q, which values.yaml does not have", k)
+		}
 	}
 }

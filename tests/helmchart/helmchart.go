@@ -205,3 +205,19 @@ func Find(objs []Object, kind string) []Object {
 	}
 	return out
 }
+
+// Lookup returns the value at the dotted path (a question's variable, a
+// --set key) in values decoded from YAML or JSON, and whether it is there.
+func Lookup(values map[string]interface{}, path string) (interface{}, bool) {
+	var cur interface{} = values
+	for _, k := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]interface{})
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}

@@ -7,8 +7,12 @@
 // retry-period change of real client-go electors and matches `leasetune
 // audit` on the apiserver's audit log of the same window within 10%; every
 // query answers, and names only metrics and labels the targets expose.
+// And the chart's ServiceMonitor and PrometheusRule through the real
+// Prometheus Operator (scripts/prometheus-operator.sh), whose generated
+// configuration and rules that Prometheus runs (operator_test.go).
 // Without a Prometheus (the build failed and Debian's package cannot be
-// installed) every test skips, saying why.
+// installed) every test skips, saying why; without the operator, its test
+// does.
 package prometheus_test
 
 import (
@@ -31,6 +35,10 @@ var (
 	// prometheusBin is the Prometheus server; noPrometheus says why there
 	// is none (the tests skip with it).
 	prometheusBin, noPrometheus string
+	// operatorBin is the Prometheus Operator (its CRDs in crds/ beside
+	// it); noOperator says why there is none (operator_test.go skips with
+	// it).
+	operatorBin, noOperator string
 	// shared is the installation, controller and Prometheus the tests
 	// share (harness_test.go), started by the first test that needs it.
 	shared *env
@@ -53,6 +61,7 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	prometheusBin, noPrometheus = findPrometheus(root)
+	operatorBin, noOperator = findOperator(root)
 	binary = filepath.Join(dir, "leasetune")
 	build := exec.Command("go", "build", "-o", binary, "./cmd/leasetune")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
@@ -95,6 +104,21 @@ func findPrometheus(root string) (path, why string) {
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Sprintf("no Prometheus: scripts/prometheus.sh: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], ""
+}
+
+// findOperator runs scripts/prometheus-operator.sh (builds the Prometheus
+// Operator once, and puts its CRDs beside it) and returns the path it
+// prints last, or, when it fails, why.
+func findOperator(root string) (path, why string) {
+	var stderr bytes.Buffer
+	cmd := exec.Command("bash", filepath.Join(root, "scripts", "prometheus-operator.sh"))
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Sprintf("no Prometheus Operator: scripts/prometheus-operator.sh: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1], ""

@@ -58,6 +58,17 @@ func startPrometheus(dir string, targets []target) (*promServer, error) {
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
 		return nil, err
 	}
+	return runPrometheus(dir, cfg, func(p *promServer) error {
+		_, err := p.targetsUp(len(targets))
+		return err
+	})
+}
+
+// runPrometheus starts Prometheus with the configuration file cfg on a free
+// loopback port, with its storage and log in dir; it returns once ready
+// (nil) holds, and fails, with ready's last error and Prometheus's log,
+// when that takes more than a minute or Prometheus exits.
+func runPrometheus(dir, cfg string, ready func(*promServer) error) (*promServer, error) {
 	l, err := freePort()
 	if err != nil {
 		return nil, err
@@ -77,11 +88,12 @@ func startPrometheus(dir string, targets []target) (*promServer, error) {
 	go func() { p.done <- p.cmd.Wait(); logf.Close() }()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if up, err := p.targetsUp(len(targets)); err == nil && up {
+		err := ready(p)
+		if err == nil {
 			return p, nil
 		} else if time.Now().After(deadline) {
 			p.stop()
-			return nil, fmt.Errorf("prometheus: targets not all up within a minute (%w); its log:\n%s", err, p.logTail())
+			return nil, fmt.Errorf("prometheus: not ready within a minute (%w); its log:\n%s", err, p.logTail())
 		}
 		select {
 		case err := <-p.done:

@@ -139,7 +139,14 @@ func RancherValues(dir string, s RancherServer, dashboard string) (string, error
 // kubeconfig (Rancher's --kubeconfig reads KUBECONFIG: rancher/rancher
 // v2.12.12 main.go). Ready when /ping answers pong (the chart's probes ask
 // /healthz on the HTTP port; /ping is what ../shared/upstream/README.md
-// found ready).
+// found ready). The process also gets what Rancher's image sets in its
+// environment for the server (rancher/rancher v2.12.12 package/Dockerfile:
+// ENV CATTLE_SERVER_VERSION=${VERSION}, which the settings provider reads
+// as the server-version Setting; without it the Setting is "dev", and
+// Rancher takes itself for a development build: pkg/settings/setting.go
+// IsRelease, which, for one, turns off the catalog's filtering of chart
+// versions by catalog.cattle.io/rancher-version and kube-version,
+// pkg/catalogv2/content/content.go filterReleases).
 func RancherRunner(b Binaries, s RancherServer) Runner {
 	_, httpPort, _ := net.SplitHostPort(s.HTTP)
 	_, httpsPort, _ := net.SplitHostPort(s.HTTPS)
@@ -153,6 +160,9 @@ func RancherRunner(b Binaries, s RancherServer) Runner {
 			args = setFlag(args, "--https-listen-port", httpsPort)
 			args = setFlag(args, "--profile-listen-address", s.Profile)
 			return b.Rancher, args, true, nil
+		},
+		Env: func(p *Pod, c *corev1.Container) []string {
+			return []string{"CATTLE_SERVER_VERSION=" + RancherVersion}
 		},
 		Ready: func(ctx context.Context, p *Pod) bool {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/ping", nil)

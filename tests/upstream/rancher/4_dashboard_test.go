@@ -39,7 +39,14 @@ type dashboardResult struct {
 	Saved                   string   `json:"saved"`
 	ServerError             string   `json:"serverError"`
 	LoggedOut               bool     `json:"loggedOut"`
-	Seen                    struct {
+	browserSession
+}
+
+// browserSession is what every script on ui/test/browser/session.js
+// reports besides its own findings: the requests it saw and the ones it
+// aborted, and where and why it stopped if a step failed.
+type browserSession struct {
+	Seen struct {
 		Requests, Websockets, Violations []string
 	} `json:"seen"`
 	Error    string   `json:"error"`
@@ -47,6 +54,20 @@ type dashboardResult struct {
 	BodyText string   `json:"bodyText"`
 	Console  []string `json:"console"`
 	Pending  []string `json:"pendingRequests"`
+}
+
+// judge fails t for every request the page must never make (first: an
+// aborted request may also be why a step failed), and stops it with the
+// page's URL, text, unanswered requests and console when a step failed.
+func (s browserSession) judge(t *testing.T) {
+	t.Helper()
+	for _, v := range s.Seen.Violations {
+		t.Errorf("a request the dashboard must never make: %s", v)
+	}
+	if s.Error != "" {
+		t.Fatalf("in the dashboard at %s: %s\npage text: %s\nrequests without an answer:\n  %s\nconsole (last lines):\n  %s", s.URL, s.Error, s.BodyText,
+			strings.Join(s.Pending, "\n  "), strings.Join(s.Console, "\n  "))
+	}
 }
 
 // Test08Dashboard is case 7: the page in Rancher's real dashboard
@@ -65,30 +86,7 @@ type dashboardResult struct {
 // screenshots are in the test output folder (LEASETUNE_UPSTREAM_KEEP
 // keeps it).
 func Test08Dashboard(t *testing.T) {
-	if in.Bin.Dashboard == "" {
-		t.Fatal("Rancher's dashboard is not built: scripts/dashboard.sh (make test-upstream runs it)")
-	}
-	root, err := itfw.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	chromium, err := exec.Command("bash", filepath.Join(root, "scripts/chromium.sh")).Output()
-	if err != nil {
-		t.Fatalf("no chromium (scripts/chromium.sh): %v", err)
-	}
-	// puppeteer-core, from ui/package-lock.json (a fresh clone has no
-	// ui/node_modules).
-	if out, err := exec.Command("bash", filepath.Join(root, "scripts/ui.sh"), "deps").CombinedOutput(); err != nil {
-		t.Fatalf("scripts/ui.sh deps (ui/node_modules, for puppeteer-core): %v\n%s", err, out)
-	}
 	ctx := context.Background()
-	// Rancher's first-login page would come first (shell
-	// config/router/navigation-guards/attempt-first-login.js).
-	for name, value := range map[string]string{"first-login": "false", "eula-agreed": time.Now().UTC().Format(time.RFC3339)} {
-		if code, body, err := in.Admin.Do(ctx, http.MethodPut, "/v3/settings/"+name, map[string]string{"value": value}); err != nil || code != http.StatusOK {
-			t.Fatalf("PUT /v3/settings/%s: %d %v %s", name, code, err, body)
-		}
-	}
 	// The triples: want is valid; refused only moves the renew deadline up
 	// to the lease of a fleet Cluster's own CATTLE_ELECTION_LEASE_DURATION,
 	// so its agent would run lease == renew deadline, which client-go
@@ -125,41 +123,18 @@ func Test08Dashboard(t *testing.T) {
 	t.Cleanup(func() {
 		_ = in.Dyn.Resource(framework.FleetClusters).Namespace(ns).Delete(context.Background(), edge.GetName(), metav1.DeleteOptions{})
 	})
-	out := filepath.Join(in.Dir, "dashboard")
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
-	defer cancel()
 	slashed := func(t election.Timings) string {
 		return t.LeaseDuration.String() + "/" + t.RenewDeadline.String() + "/" + t.RetryPeriod.String()
 	}
-	cmd := exec.CommandContext(cctx, "node", filepath.Join(root, "ui/test/browser/rancher.js"))
-	cmd.Dir = filepath.Join(root, "ui")
-	cmd.Env = append(os.Environ(), "LT_RANCHER="+in.Rancher.URL(), "LT_USER=admin", "LT_PASSWORD="+framework.RancherPassword,
-		"CHROMIUM="+strings.TrimSpace(string(chromium)), "LT_OUT="+out,
+	out, raw := dashboardScript(t, "rancher.js", "dashboard", 8*time.Minute,
 		"LT_INVALID=999ms", "LT_TRIPLE="+slashed(want), "LT_REFUSED="+slashed(refused))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	raw, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("rancher.js: %v\n%s", err, &stderr)
-	}
 	var r dashboardResult
-	if err := json.Unmarshal(bytes.TrimSpace(raw), &r); err != nil {
-		t.Fatalf("rancher.js printed %q: %v\n%s", raw, err, &stderr)
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("rancher.js printed %q: %v", raw, err)
 	}
 	t.Logf("screenshots in %s; steps %v; heading %q; page banners %q, notes %q; in effect %q; clusters %q; client error %q; saved %q; server error %q",
 		out, r.Steps, r.Heading, r.Banners, r.Notes, r.InEffect, r.Clusters, r.ClientError, r.Saved, r.ServerError)
-	// What the page must never do, first: an aborted request may also be
-	// why a step failed.
-	for _, v := range r.Seen.Violations {
-		t.Errorf("a request the page must never make: %s", v)
-	}
-	if r.Error != "" {
-		t.Fatalf("in the dashboard at %s: %s\npage text: %s\nrequests without an answer:\n  %s\nconsole (last lines):\n  %s", r.URL, r.Error, r.BodyText,
-			strings.Join(r.Pending, "\n  "), strings.Join(r.Console, "\n  "))
-	}
+	r.judge(t)
 	t.Run("the-dashboard-loads-the-extension", func(t *testing.T) {
 		for _, s := range []string{"logged in", "saw Leader election in Global Settings", "opened the page"} {
 			if !contains(r.Steps, s) {
@@ -218,6 +193,58 @@ func Test08Dashboard(t *testing.T) {
 			return found && got == want
 		})
 	})
+}
+
+// dashboardScript runs the script ui/test/browser/<script> (./session.js:
+// Debian's chromium through Rancher's real dashboard, logged in as the
+// admin on Rancher's login page) with env added to its environment, its
+// screenshots in in.Dir/<folder>, and returns that folder and the JSON it
+// printed. Rancher's first-login page would come first (shell
+// config/router/navigation-guards/attempt-first-login.js): the admin's
+// first-login and eula-agreed Settings are set before. It fails t when
+// the dashboard is not built, there is no chromium or the script does not
+// end within limit.
+func dashboardScript(t *testing.T, script, folder string, limit time.Duration, env ...string) (string, []byte) {
+	t.Helper()
+	if in.Bin.Dashboard == "" {
+		t.Fatal("Rancher's dashboard is not built: scripts/dashboard.sh (make test-upstream runs it)")
+	}
+	root, err := itfw.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chromium, err := exec.Command("bash", filepath.Join(root, "scripts/chromium.sh")).Output()
+	if err != nil {
+		t.Fatalf("no chromium (scripts/chromium.sh): %v", err)
+	}
+	// puppeteer-core, from ui/package-lock.json (a fresh clone has no
+	// ui/node_modules).
+	if out, err := exec.Command("bash", filepath.Join(root, "scripts/ui.sh"), "deps").CombinedOutput(); err != nil {
+		t.Fatalf("scripts/ui.sh deps (ui/node_modules, for puppeteer-core): %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	for name, value := range map[string]string{"first-login": "false", "eula-agreed": time.Now().UTC().Format(time.RFC3339)} {
+		if code, body, err := in.Admin.Do(ctx, http.MethodPut, "/v3/settings/"+name, map[string]string{"value": value}); err != nil || code != http.StatusOK {
+			t.Fatalf("PUT /v3/settings/%s: %d %v %s", name, code, err, body)
+		}
+	}
+	out := filepath.Join(in.Dir, folder)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, "node", filepath.Join(root, "ui/test/browser", script))
+	cmd.Dir = filepath.Join(root, "ui")
+	cmd.Env = append(append(os.Environ(), "LT_RANCHER="+in.Rancher.URL(), "LT_USER=admin", "LT_PASSWORD="+framework.RancherPassword,
+		"CHROMIUM="+strings.TrimSpace(string(chromium)), "LT_OUT="+out), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, &stderr)
+	}
+	return out, bytes.TrimSpace(raw)
 }
 
 // triple formats t as the page shows a triple: "1m0s / 30s / 15s".

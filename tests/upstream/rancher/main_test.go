@@ -6,7 +6,8 @@
 // the Kubelet double on one real kube-apiserver with an audit log. The
 // tests share the installation and run in order (go test runs the files
 // in name order, then each file's tests as declared: 1_settings_test.go,
-// 2_clusters_test.go, 3_double_test.go); each leaves it converged.
+// 2_clusters_test.go, 3_double_test.go, 4_dashboard_test.go,
+// 5_apps_test.go); each leaves it converged.
 package rancher_test
 
 import (
