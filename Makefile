@@ -171,14 +171,18 @@ fuzz: ## run every fuzz test (func Fuzz* in a _test.go file) for FUZZTIME each
 	  while read -r pkg f; do echo "fuzz: $$f in $$pkg for $(FUZZTIME) ..."; \
 	    $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg </dev/null || exit 1; done
 
-# The benchmark (hack/bench): N fleet Clusters on a local control plane with
-# an audit log; the raw-PATCH floor, then leasetune's initial convergence,
-# REST seconds at rest and one global change, in one table. Not run by CI.
+# The benchmark (hack/bench): for each configuration of CONFIGS (bench: the
+# channel given, --settle 0s, no webhook registered, no UI; chart: the
+# chart's defaults), N fleet Clusters on a local control plane of its own
+# with an audit log; the raw-PATCH floor, then leasetune's first start,
+# REST seconds at rest and one global change; one table, a column per
+# configuration. Not run by CI. docs/benchmark.md.
 N ?= 10000
 REST ?= 180
-bench: build ## benchmark leasetune against the raw-PATCH floor on a local control plane (N clusters, REST seconds at rest)
+CONFIGS ?= bench,chart
+bench: build ## benchmark leasetune against the raw-PATCH floor on a local control plane (N clusters, REST seconds at rest, CONFIGS)
 	assets="$$(scripts/controlplane.sh)" && $(GO) build -o bin/bench ./hack/bench && \
-	  bin/bench -assets "$$assets" -binary $(BIN) -n $(N) -rest $(REST)s
+	  bin/bench -assets "$$assets" -binary $(BIN) -n $(N) -rest $(REST)s -configs $(CONFIGS)
 
 # BenchmarkAudit (pkg/audit): `leasetune audit`'s readers against
 # json-iterator, encoding/json and jq's pipeline on two generated logs of

@@ -165,6 +165,17 @@ func lastDone(rs []*request) time.Time {
 	return t
 }
 
+// firstReceived is the earliest receipt among rs.
+func firstReceived(rs []*request) time.Time {
+	var t time.Time
+	for _, r := range rs {
+		if t.IsZero() || r.received.Before(t) {
+			t = r.received
+		}
+	}
+	return t
+}
+
 // tally counts requests by "verb resource" (with the response codes that
 // were not 2xx), most first.
 func tally(rs []*request) []string {

@@ -27,9 +27,12 @@ import (
 // bench is one run of the benchmark: run calls its phases in order, each
 // filling in its part of res; close undoes what they started.
 type bench struct {
-	o   options
-	res results
-	dir string // the run's folder, removed at the end
+	o       options
+	c       configuration
+	res     results
+	dir     string   // the run's folder, removed at the end
+	profile string   // this configuration's profile folder (-profile), else ""
+	ports   []string // leasetune's health, metrics, webhook and UI addresses
 
 	env        *envtest.Environment
 	cfg        *rest.Config // the admin user's (system:masters, not audited)
@@ -56,13 +59,36 @@ type bench struct {
 	afterStart procStat // leasetune after its initial convergence
 }
 
-// run runs the benchmark and prints its table.
-func run(ctx context.Context, o options) (err error) {
-	b := &bench{o: o, res: results{n: o.n, memLimit: o.memLimit, load: loadAvg(), rest: o.rest}}
+// run measures each configuration in turn, on its own control plane,
+// and prints one table of them all.
+func run(ctx context.Context, o options) error {
+	var all []results
+	for _, c := range o.configs {
+		logf("configuration %s", c.name)
+		r, err := runOne(ctx, o, c)
+		if err != nil {
+			return fmt.Errorf("configuration %s: %w", c.name, err)
+		}
+		all = append(all, r)
+	}
+	printTable(os.Stdout, all)
+	return nil
+}
+
+// runOne runs the benchmark of one configuration and returns its results.
+func runOne(ctx context.Context, o options, c configuration) (res results, err error) {
+	settle := "0s"
+	if c.chart {
+		settle = o.values.Settle
+	}
+	b := &bench{o: o, c: c, res: results{config: c, settle: settle, n: o.n, memLimit: o.memLimit, load: loadAvg(), rest: o.rest}}
+	if o.profile != "" {
+		b.profile = filepath.Join(o.profile, c.name)
+	}
 	defer func() { b.close(err) }()
 	for _, phase := range []func(context.Context) error{
 		b.startControlPlane,  // kube-apiserver and etcd, with an audit log
-		b.createClusters,     // N fleet Clusters
+		b.createClusters,     // N fleet Clusters, and one paged LIST of them
 		b.measureFloor,       // (1) the raw-PATCH floor, then restore
 		b.startLeasetune,     // (2) leasetune as a child process
 		b.initialConvergence, //     until it has written every cluster
@@ -72,11 +98,10 @@ func run(ctx context.Context, o options) (err error) {
 		b.measureFloorAgain,  // (6) the floor again, once leasetune has stopped
 	} {
 		if err := phase(ctx); err != nil {
-			return err
+			return res, err
 		}
 	}
-	printTable(os.Stdout, b.res)
-	return nil
+	return b.res, nil
 }
 
 // close stops what the phases started, the last first: leasetune (with the
@@ -115,8 +140,8 @@ func (b *bench) close(err error) {
 // creates the namespaces, Fleet's Deployments and the bench's RBAC, and
 // the users of the floor and of leasetune.
 func (b *bench) startControlPlane(ctx context.Context) error {
-	if b.o.profile != "" {
-		if err := os.MkdirAll(b.o.profile, 0o755); err != nil {
+	if b.profile != "" {
+		if err := os.MkdirAll(b.profile, 0o755); err != nil {
 			return err
 		}
 	}
@@ -134,11 +159,17 @@ func (b *bench) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fleetCRD := filepath.Join(b.o.fixtures, "fleet", "fleet-v0.9.9-clusters-crd.yaml")
+	crdPaths := []string{filepath.Join(b.o.fixtures, "fleet", "fleet-v0.9.9-clusters-crd.yaml")}
+	if b.c.chart {
+		crdPaths = append(crdPaths, chartCRDs) // the ElectionStatus CRD, as Helm installs crds/
+	}
+	if b.ports, err = freePorts(4); err != nil {
+		return err
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    b.o.assets,
 		CRDs:                     []*apiextv1.CustomResourceDefinition{setting},
-		CRDDirectoryPaths:        []string{fleetCRD},
+		CRDDirectoryPaths:        crdPaths,
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 3 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
@@ -150,7 +181,7 @@ func (b *bench) startControlPlane(ctx context.Context) error {
 		Set("audit-policy-file", policy).
 		Set("audit-log-path", auditPath).
 		Set("bind-address", "127.0.0.1")
-	if b.o.profile != "" {
+	if b.profile != "" {
 		env.ControlPlane.APIServer.Configure().Set("profiling", "true")
 	}
 	logf("starting kube-apiserver and etcd (audit log %s)", auditPath)
@@ -172,6 +203,11 @@ func (b *bench) startControlPlane(ctx context.Context) error {
 
 	if err := setup(ctx, b.cs, b.o); err != nil {
 		return fmt.Errorf("setup: %w", err)
+	}
+	if b.c.chart {
+		if err := registerWebhook(ctx, b.cs, b.ports[2]); err != nil {
+			return fmt.Errorf("the chart's webhook: %w", err)
+		}
 	}
 	floorCfg, _, err := b.user(floorUser)
 	if err != nil {
@@ -220,6 +256,13 @@ func (b *bench) createClusters(ctx context.Context) error {
 	}
 	b.res.create = time.Since(start)
 	logf("created in %s", b.res.create.Round(time.Millisecond))
+	start = time.Now()
+	pages, err := listClusters(ctx, b.dyn)
+	if err != nil {
+		return fmt.Errorf("list clusters: %w", err)
+	}
+	b.res.list, b.res.listPages = time.Since(start), pages
+	logf("one paged LIST of the clusters: %s (%d pages)", b.res.list.Round(time.Millisecond), pages)
 	return nil
 }
 
@@ -234,16 +277,17 @@ func (b *bench) patchFloor(ctx context.Context, list func(i int) []interface{}) 
 }
 
 // apiserverProfile starts, with -profile, a kube-apiserver CPU profile to
-// the file name, after the previous one.
-func (b *bench) apiserverProfile(ctx context.Context, name string) {
-	if b.o.profile == "" {
+// the file name, after the previous one and then after the delay.
+func (b *bench) apiserverProfile(ctx context.Context, name string, after time.Duration) {
+	if b.profile == "" {
 		return
 	}
 	b.apiProf.Wait()
 	b.apiProf.Add(1)
 	go func() {
 		defer b.apiProf.Done()
-		fetchAPIServerProfile(ctx, b.cfg, apiProfSecs, filepath.Join(b.o.profile, name))
+		time.Sleep(after)
+		fetchAPIServerProfile(ctx, b.cfg, apiProfSecs, filepath.Join(b.profile, name))
 	}()
 }
 
@@ -253,7 +297,7 @@ func (b *bench) apiserverProfile(ctx context.Context, name string) {
 func (b *bench) measureFloor(ctx context.Context) error {
 	logf("raw-PATCH floor: %d merge patches of spec.agentEnvVars, %d workers, QPS %d burst %d", b.o.n, workers, qps, burst)
 	cp0 := childrenCPU("kube-apiserver", "etcd")
-	b.apiserverProfile(ctx, "apiserver-floor.pb.gz")
+	b.apiserverProfile(ctx, "apiserver-floor.pb.gz", 0)
 	floorStart := time.Now()
 	if err := b.patchFloor(ctx, func(i int) []interface{} { return append(userEnv(i), electionEnv("30s", "25s", "10s")...) }); err != nil {
 		return fmt.Errorf("floor: %w", err)
@@ -284,17 +328,14 @@ func (b *bench) startLeasetune(ctx context.Context) error {
 	if err := runBuild(ctx); err != nil {
 		return err
 	}
-	ports, err := freePorts(3)
-	if err != nil {
-		return err
-	}
+	ports := b.ports
 	b.metrics = "http://" + ports[1] + "/metrics"
 	b.logPath = filepath.Join(b.dir, "leasetune.log")
 	if b.logFile, err = os.Create(b.logPath); err != nil {
 		return err
 	}
-	if b.o.profile != "" {
-		if binary, err = buildProfiled(ctx, b.o.profile); err != nil {
+	if b.profile != "" {
+		if binary, err = buildProfiled(ctx, b.profile); err != nil {
 			return err
 		}
 		p, err := freePorts(1)
@@ -303,11 +344,15 @@ func (b *bench) startLeasetune(ctx context.Context) error {
 		}
 		b.pprof = p[0]
 	}
+	channel, ui := "cluster-env-v0.9", ""
+	if b.c.chart {
+		channel, ui = "auto", ports[3]
+	}
 	cmd := exec.Command(binary, "controller", "--kubeconfig", b.kubeconfig, "--namespace", "leasetune-system",
-		"--fleet-agent-channel", "cluster-env-v0.9", "--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst),
-		"--workers", strconv.Itoa(workers), "--settle", "0s", "--install-crds", "--identity", "bench",
+		"--fleet-agent-channel", channel, "--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(burst),
+		"--workers", strconv.Itoa(workers), "--settle", b.res.settle, "--install-crds", "--identity", "bench",
 		"--health-addr", ports[0], "--metrics-addr", ports[1], "--webhook-addr", ports[2], "--webhook-host", "127.0.0.1",
-		"--log-format", "text")
+		"--ui-addr", ui, "--log-format", "text")
 	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1", "LEASETUNE_BENCH_PPROF="+b.pprof)
 	if b.o.memLimit != "" {
 		cmd.Env = append(cmd.Env, "GOMEMLIMIT="+b.o.memLimit)
@@ -331,7 +376,7 @@ func (b *bench) startLeasetune(ctx context.Context) error {
 	go func() {
 		defer b.profWG.Done()
 		defer close(b.profiled)
-		fetchProfile(b.pprof, "profile?seconds="+strconv.Itoa(profSecs), filepath.Join(b.o.profile, "cpu-initial.pb.gz"))
+		fetchProfile(b.pprof, "profile?seconds="+strconv.Itoa(profSecs), filepath.Join(b.profile, "cpu-initial.pb.gz"))
 	}()
 	return nil
 }
@@ -351,7 +396,7 @@ func (b *bench) initialConvergence(ctx context.Context) error {
 	}
 	s := b.lt.sample()
 	if b.pprof != "" {
-		fetchProfile(b.pprof, "heap", filepath.Join(b.o.profile, "heap-initial.pb.gz"))
+		fetchProfile(b.pprof, "heap", filepath.Join(b.profile, "heap-initial.pb.gz"))
 	}
 	b.afterStart = s
 	b.res.cpuInitial, b.res.rssAfterInitial = s.cpu, s.rssKiB
@@ -395,15 +440,21 @@ func (b *bench) globalChange(ctx context.Context) error {
 	logf("global change: %s = %s", changedSetting, changedValue)
 	want, _ := time.ParseDuration(changedValue)
 	cp0 := childrenCPU("kube-apiserver", "etcd")
+	// The profiles of the change start once the settle time has passed.
+	settle, err := time.ParseDuration(b.res.settle)
+	if err != nil {
+		return fmt.Errorf("settle %q: %w", b.res.settle, err)
+	}
 	if b.pprof != "" {
 		b.profWG.Add(1)
 		go func() {
 			defer b.profWG.Done()
 			<-b.profiled
-			fetchProfile(b.pprof, "profile?seconds="+strconv.Itoa(apiProfSecs), filepath.Join(b.o.profile, "cpu-change.pb.gz"))
+			time.Sleep(settle)
+			fetchProfile(b.pprof, "profile?seconds="+strconv.Itoa(apiProfSecs), filepath.Join(b.profile, "cpu-change.pb.gz"))
 		}()
 	}
-	b.apiserverProfile(ctx, "apiserver-change.pb.gz")
+	b.apiserverProfile(ctx, "apiserver-change.pb.gz", settle)
 	tChange := time.Now()
 	if _, err := b.dyn.Resource(settingGVR).Patch(ctx, changedSetting, types.MergePatchType,
 		[]byte(`{"value":"`+changedValue+`"}`), metav1.PatchOptions{}); err != nil {
@@ -423,7 +474,9 @@ func (b *bench) globalChange(ctx context.Context) error {
 	b.res.changeWrites = countIf(changeReqs, clusterPatch)
 	b.res.changeEvents = countIf(changeReqs, func(r *request) bool { return r.verb == "create" && r.resource == "events" })
 	b.res.changeOther = countIf(changeReqs, isWrite) - b.res.changeWrites - b.res.changeEvents
-	b.res.change = lastDone(filterReqs(changeReqs, clusterPatch)).Sub(tChange)
+	writes := filterReqs(changeReqs, clusterPatch)
+	b.res.changeFromPatch = lastDone(writes).Sub(tChange)
+	b.res.change = lastDone(writes).Sub(firstReceived(writes))
 	b.res.changeTally = tally(changeReqs)
 	logf("global change %s, %d cluster patches", b.res.change.Round(time.Millisecond), b.res.changeWrites)
 	return nil
@@ -438,7 +491,7 @@ func (b *bench) peak(context.Context) error {
 	b.res.heapInuse, b.res.goSys = m["go_memstats_heap_inuse_bytes"], m["go_memstats_sys_bytes"]
 	b.res.heapPeakMB, b.res.heapLiveMB, b.res.heapPeakAt, b.res.gcs = gcTrace(b.logPath)
 	if b.pprof != "" {
-		fetchProfile(b.pprof, "heap", filepath.Join(b.o.profile, "heap-end.pb.gz"))
+		fetchProfile(b.pprof, "heap", filepath.Join(b.profile, "heap-end.pb.gz"))
 	}
 	return nil
 }
