@@ -84,7 +84,14 @@ func registerWebhook(ctx context.Context, cs kubernetes.Interface, addr string) 
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, helm, "template", "leasetune", chart, "--namespace", helmchart.Namespace, "--show-only", "templates/webhook.yaml")
+	// The chart's kubeVersion constraint is checked against the version
+	// helm is told; without --kube-version helm assumes v1.20.0.
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("the apiserver's version: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, helm, "template", "leasetune", chart, "--namespace", helmchart.Namespace,
+		"--kube-version", v.GitVersion, "--show-only", "templates/webhook.yaml")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {

@@ -1,7 +1,6 @@
 package electionstatus
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -30,6 +29,10 @@ type Options struct {
 	// RancherEnv is true when leasetune writes the Rancher Deployment's
 	// env (rancherElection.enabled, --rancher-env).
 	RancherEnv bool
+	// Memo, when not nil, keeps each cluster's part of the status between
+	// calls, so that a call derives again only the clusters whose objects
+	// changed (see Memo). Calls sharing a Memo must not run concurrently.
+	Memo *Memo
 }
 
 // Compute is the status of an installation: snap as inventory.Read or the
@@ -58,7 +61,7 @@ func Compute(snap *inventory.Snapshot, triples map[settings.Component]settings.C
 	}
 	st.RancherConfig = rancherConfig(snap, triples)
 	st.Rancher = rancherStatus(snap, triples[settings.Rancher], opts)
-	st.Agents, st.Clusters, st.ClustersNotListed = agents(snap, agent)
+	st.Agents, st.Clusters, st.ClustersNotListed = agents(snap, agent, opts.Memo)
 	return st
 }
 
@@ -264,64 +267,41 @@ func rancherStatus(snap *inventory.Snapshot, cs settings.ComponentStatus, opts O
 
 // agents groups the routable clusters and lists those that differ from
 // the global agent triple agent (sorted by name, at most MaxClusters).
-func agents(snap *inventory.Snapshot, agent settings.ComponentStatus) (Agents, []Cluster, int) {
+// memo, when not nil, keeps each cluster's outcome between calls
+// (see Memo); the result is the same with or without it.
+func agents(snap *inventory.Snapshot, agent settings.ComponentStatus, memo *Memo) (Agents, []Cluster, int) {
 	out := Agents{Clusters: len(snap.FleetClusters), Groups: []Group{}}
 	groups := map[string]*Group{}
 	unroutable := map[string]*Entries{}
 	var listed []Cluster
-	for _, c := range snap.Clusters {
-		name := c.Fleet.GetNamespace() + "/" + c.Fleet.GetName()
-		if c.Err != nil {
+	memo.begin(agent, snap.Channel)
+	for i := range snap.Clusters {
+		o := memo.outcome(&snap.Clusters[i], agent, snap.Channel)
+		if o.listed != nil {
+			listed = append(listed, *o.listed)
+		}
+		switch {
+		case o.unroutable && len(o.entries) > 0:
+			if have, ok := unroutable[o.key]; ok {
+				have.Count++
+			} else {
+				unroutable[o.key] = &Entries{Count: 1, Entries: o.entries}
+			}
+		case o.unroutable:
+		default:
+			if have, ok := groups[o.key]; ok {
+				have.Count++
+			} else {
+				g := o.group
+				g.Count = 1
+				groups[o.key] = &g
+			}
+		}
+		if o.unroutable {
 			out.Unroutable++
-			listed = append(listed, Cluster{Name: name, Problem: "unroutable", Reason: c.Err.Error()})
-			if env := envVarsOf(agentenv.ClusterEnvOf(c.Fleet).Env); len(env) > 0 {
-				key, _ := json.Marshal(env)
-				if have, ok := unroutable[string(key)]; ok {
-					have.Count++
-				} else {
-					unroutable[string(key)] = &Entries{Count: 1, Entries: env}
-				}
-			}
-			continue
-		}
-		rt := c.Routing
-		facts := agentenv.FactsOf(rt.Target)
-		g := Group{RancherManaged: rt.RancherManaged, Provisioned: rt.Provisioned, ClusterAgentReads: rt.ClusterAgentReads,
-			Entries: envVarsOf(facts.Entries), Record: facts.Record, Malformed: facts.Malformed, Overrides: overridesOf(facts)}
-		if rt.TargetRef.GVR != agentenv.FleetClusterGVR {
-			g.FleetEntries = envVarsOf(agentenv.ClusterEnvOf(c.Fleet).Env)
-		}
-		key, _ := json.Marshal(g)
-		if have, ok := groups[string(key)]; ok {
-			have.Count++
-		} else {
-			g.Count = 1
-			groups[string(key)] = &g
-		}
-		cl := Cluster{Name: name, Source: rt.TargetRef.String(), Overrides: g.Overrides}
-		status := rt.Target.GetAnnotations()[agentenv.StatusAnnotation]
-		if agent.HasEffective && snap.Channel != "" {
-			d := rt.Decide(agent.Effective, snap.Channel)
-			if len(g.Overrides) > 0 && d.Problem != agentenv.ProblemInvalid {
-				cl.Effective = TripleOf(d.Effective)
-			}
-			if d.Elects && d.Runs != agent.Effective {
-				cl.Runs = TripleOf(d.Runs)
-			}
-			if d.Problem != "" {
-				cl.Problem, cl.Reason = string(d.Problem), d.Err.Error()
-			}
-		}
-		if cl.Problem == "" && agentenv.IsFenceMessage(status) {
-			cl.Problem, cl.Reason = string(agentenv.ProblemReverted), status
-		}
-		if len(g.Overrides) > 0 || cl.Runs != nil || cl.Problem != "" || len(rt.Ignored) > 0 {
-			if len(rt.Ignored) > 0 && cl.Reason == "" {
-				cl.Reason = fmt.Sprintf("override annotations on another object of this cluster do not apply: they are read from %s", rt.TargetRef)
-			}
-			listed = append(listed, cl)
 		}
 	}
+	memo.end()
 	for _, k := range largestFirst(groups, func(g *Group) int { return g.Count }) {
 		if len(out.Groups) == MaxGroups {
 			out.GroupsNotListed++

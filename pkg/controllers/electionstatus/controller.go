@@ -124,6 +124,10 @@ func New(opts Options) *Controller {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
+	if opts.Compute.Memo == nil {
+		// Only sync computes with it, one at a time (one work item).
+		opts.Compute.Memo = electionstatus.NewMemo()
+	}
 	c := &Controller{opts: opts, log: opts.Log.With("controller", "electionstatus"),
 		queue: workqueue.NewNamedRateLimitingQueue(workqueue.NewItemExponentialFailureRateLimiter(RetryMin, RetryMax), "electionstatus")}
 	c.factory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(opts.Client, 0, "", func(o *metav1.ListOptions) {

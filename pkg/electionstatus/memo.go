@@ -1,0 +1,174 @@
+package electionstatus
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/inventory"
+	"leasetune.io/leasetune/pkg/settings"
+)
+
+// Memo keeps, between calls of Compute, what it derived of each fleet
+// Cluster: its group, or its unroutable entries, and its line in the list
+// of clusters. A cluster's part is derived again only when what it depends
+// on changed: the resourceVersions of its fleet Cluster and of the object
+// its env is read from (an object of an informer's cache is not changed in
+// place: a new resourceVersion is a new object), its routing, and the
+// global agent triple and Fleet agent channel (a change of either forgets
+// every cluster). Clusters whose objects have no resourceVersion are never
+// kept. At 10,000 clusters, a status computed during a global change
+// derives only the clusters written since the last one, rather than
+// decoding every cluster's agentEnvVars again every Debounce.
+//
+// The zero Memo is not usable: use NewMemo. A nil *Memo keeps nothing.
+// It is not safe for concurrent use.
+type Memo struct {
+	global string
+	prev   map[string]memoEntry
+	next   map[string]memoEntry
+	// Derived counts the clusters derived (not taken from the memo) by the
+	// last call, for tests.
+	Derived int
+}
+
+// NewMemo returns an empty Memo.
+func NewMemo() *Memo { return &Memo{prev: map[string]memoEntry{}} }
+
+type memoEntry struct {
+	deps deps
+	out  outcome
+}
+
+// outcome is one cluster's part of the status.
+type outcome struct {
+	unroutable bool
+	// key is the group's JSON (routable) or the entries' JSON
+	// (unroutable, with entries): what clusters are counted under.
+	key     string
+	group   Group    // routable: the cluster's group, Count unset
+	entries []EnvVar // unroutable: its fleet Cluster's CATTLE_ELECTION_* entries
+	listed  *Cluster // its line in the status's list; nil: not listed
+}
+
+// begin starts a call: the memo is kept only for the same global agent
+// triple and channel.
+func (m *Memo) begin(agent settings.ComponentStatus, ch fleet.AgentChannel) {
+	if m == nil {
+		return
+	}
+	g := fmt.Sprintf("%t|%v|%s", agent.HasEffective, agent.Effective, ch)
+	if g != m.global {
+		m.global, m.prev = g, map[string]memoEntry{}
+	}
+	m.next = make(map[string]memoEntry, len(m.prev))
+	m.Derived = 0
+}
+
+// end keeps only the clusters of this call.
+func (m *Memo) end() {
+	if m == nil {
+		return
+	}
+	m.prev, m.next = m.next, nil
+}
+
+// outcome is c's part, from the memo where its dependencies are unchanged.
+func (m *Memo) outcome(c *inventory.Cluster, agent settings.ComponentStatus, ch fleet.AgentChannel) outcome {
+	if m == nil {
+		return deriveOutcome(c, agent, ch)
+	}
+	deps, ok := dependencies(c)
+	if !ok {
+		m.Derived++
+		return deriveOutcome(c, agent, ch)
+	}
+	name := c.Fleet.GetNamespace() + "/" + c.Fleet.GetName()
+	if e, ok := m.prev[name]; ok && e.deps == deps {
+		m.next[name] = e
+		return e.out
+	}
+	m.Derived++
+	o := deriveOutcome(c, agent, ch)
+	m.next[name] = memoEntry{deps: deps, out: o}
+	return o
+}
+
+// deps is what a cluster's outcome depends on besides the global triple
+// and channel (comparable: no string is built per cluster).
+type deps struct {
+	fleetRV, targetRV string
+	target            agentenv.Ref
+	err               string
+	rancherManaged    bool
+	provisioned       bool
+	clusterAgentReads bool
+	ignored           bool
+}
+
+// dependencies is what c's outcome depends on; false when an object has
+// no resourceVersion.
+func dependencies(c *inventory.Cluster) (deps, bool) {
+	d := deps{fleetRV: c.Fleet.GetResourceVersion()}
+	if d.fleetRV == "" {
+		return d, false
+	}
+	if c.Err != nil {
+		d.err = c.Err.Error()
+		return d, true
+	}
+	rt := c.Routing
+	if rt.Target == nil {
+		return d, false
+	}
+	d.targetRV, d.target = rt.Target.GetResourceVersion(), rt.TargetRef
+	d.rancherManaged, d.provisioned, d.clusterAgentReads, d.ignored = rt.RancherManaged, rt.Provisioned, rt.ClusterAgentReads, len(rt.Ignored) > 0
+	return d, d.targetRV != ""
+}
+
+// deriveOutcome derives c's part of the status.
+func deriveOutcome(c *inventory.Cluster, agent settings.ComponentStatus, ch fleet.AgentChannel) outcome {
+	name := c.Fleet.GetNamespace() + "/" + c.Fleet.GetName()
+	if c.Err != nil {
+		o := outcome{unroutable: true, listed: &Cluster{Name: name, Problem: "unroutable", Reason: c.Err.Error()}}
+		if env := envVarsOf(agentenv.ClusterEnvOf(c.Fleet).Env); len(env) > 0 {
+			key, _ := json.Marshal(env)
+			o.key, o.entries = string(key), env
+		}
+		return o
+	}
+	rt := c.Routing
+	facts := agentenv.FactsOf(rt.Target)
+	g := Group{RancherManaged: rt.RancherManaged, Provisioned: rt.Provisioned, ClusterAgentReads: rt.ClusterAgentReads,
+		Entries: envVarsOf(facts.Entries), Record: facts.Record, Malformed: facts.Malformed, Overrides: overridesOf(facts)}
+	if rt.TargetRef.GVR != agentenv.FleetClusterGVR {
+		g.FleetEntries = envVarsOf(agentenv.ClusterEnvOf(c.Fleet).Env)
+	}
+	key, _ := json.Marshal(g)
+	o := outcome{key: string(key), group: g}
+	cl := Cluster{Name: name, Source: rt.TargetRef.String(), Overrides: g.Overrides}
+	status := rt.Target.GetAnnotations()[agentenv.StatusAnnotation]
+	if agent.HasEffective && ch != "" {
+		d := rt.Decide(agent.Effective, ch)
+		if len(g.Overrides) > 0 && d.Problem != agentenv.ProblemInvalid {
+			cl.Effective = TripleOf(d.Effective)
+		}
+		if d.Elects && d.Runs != agent.Effective {
+			cl.Runs = TripleOf(d.Runs)
+		}
+		if d.Problem != "" {
+			cl.Problem, cl.Reason = string(d.Problem), d.Err.Error()
+		}
+	}
+	if cl.Problem == "" && agentenv.IsFenceMessage(status) {
+		cl.Problem, cl.Reason = string(agentenv.ProblemReverted), status
+	}
+	if len(g.Overrides) > 0 || cl.Runs != nil || cl.Problem != "" || len(rt.Ignored) > 0 {
+		if len(rt.Ignored) > 0 && cl.Reason == "" {
+			cl.Reason = fmt.Sprintf("override annotations on another object of this cluster do not apply: they are read from %s", rt.TargetRef)
+		}
+		o.listed = &cl
+	}
+	return o
+}
