@@ -456,6 +456,19 @@ func printTable(out io.Writer, rs []results) {
 		}
 		p("| %s | %s | %s |", measure, strings.Join(cells, " | "), target)
 	}
+	// The summary: one row per configuration (what the README shows).
+	p("")
+	p("| configuration | first start: process start → last cluster write (≤ 1.5× the faster floor + one paged LIST) | global change: first → last cluster write (≤ 1.3× the faster floor) | writes of the change (exactly N) | peak RSS (≤ 150 MiB) | requests at rest (its Lease only) |")
+	p("|---|---|---|---|---|---|")
+	for _, r := range rs {
+		b := r.initialBound()
+		ratio := r.change.Seconds() / r.fastest().Seconds()
+		p("| %s | %s: %.2f× the bound %s (floor %s, LIST %s): %s | %s: **%.2f×** the floor %s: %s | %d: %s | %s: %s | %s |",
+			r.config.name, sec(r.initial), r.initial.Seconds()/b.Seconds(), sec(b), sec(r.fastest()), sec(r.list), verdict(r.initial <= b),
+			sec(r.change), ratio, sec(r.fastest()), verdict(ratio <= 1.3),
+			r.changeWrites, verdict(r.changeWrites == r.n), mib(r.hwmKiB), verdict(r.hwmKiB <= 150*1024),
+			verdict(r.restOnlyLease))
+	}
 	head := []string{"measure"}
 	sep := []string{"---"}
 	for _, r := range rs {

@@ -28,13 +28,18 @@ type Memo struct {
 	global string
 	prev   map[string]memoEntry
 	next   map[string]memoEntry
+	// groups intern the groups of the clusters kept: at 10,000 clusters
+	// in a few groups, each cluster's entry points at its group's one
+	// copy, rather than holding its own (its env, record and overrides)
+	// for as long as it is kept.
+	groups, nextGroups map[string]*outcome
 	// Derived counts the clusters derived (not taken from the memo) by the
 	// last call, for tests.
 	Derived int
 }
 
 // NewMemo returns an empty Memo.
-func NewMemo() *Memo { return &Memo{prev: map[string]memoEntry{}} }
+func NewMemo() *Memo { return &Memo{prev: map[string]memoEntry{}, groups: map[string]*outcome{}} }
 
 type memoEntry struct {
 	deps deps
@@ -60,9 +65,10 @@ func (m *Memo) begin(agent settings.ComponentStatus, ch fleet.AgentChannel) {
 	}
 	g := fmt.Sprintf("%t|%v|%s", agent.HasEffective, agent.Effective, ch)
 	if g != m.global {
-		m.global, m.prev = g, map[string]memoEntry{}
+		m.global, m.prev, m.groups = g, map[string]memoEntry{}, map[string]*outcome{}
 	}
 	m.next = make(map[string]memoEntry, len(m.prev))
+	m.nextGroups = make(map[string]*outcome, len(m.groups))
 	m.Derived = 0
 }
 
@@ -72,6 +78,7 @@ func (m *Memo) end() {
 		return
 	}
 	m.prev, m.next = m.next, nil
+	m.groups, m.nextGroups = m.nextGroups, nil
 }
 
 // outcome is c's part, from the memo where its dependencies are unchanged.
@@ -87,10 +94,26 @@ func (m *Memo) outcome(c *inventory.Cluster, agent settings.ComponentStatus, ch 
 	name := c.Fleet.GetNamespace() + "/" + c.Fleet.GetName()
 	if e, ok := m.prev[name]; ok && e.deps == deps {
 		m.next[name] = e
+		if !e.out.unroutable {
+			if _, ok := m.nextGroups[e.out.key]; !ok {
+				m.nextGroups[e.out.key] = &outcome{key: e.out.key, group: e.out.group}
+			}
+		}
 		return e.out
 	}
 	m.Derived++
 	o := deriveOutcome(c, agent, ch)
+	if !o.unroutable {
+		// The group's key and value from its interned copy, when there is one.
+		g, ok := m.groups[o.key]
+		if !ok {
+			if g, ok = m.nextGroups[o.key]; !ok {
+				g = &outcome{key: o.key, group: o.group}
+			}
+		}
+		o.key, o.group = g.key, g.group
+		m.nextGroups[o.key] = g
+	}
 	m.next[name] = memoEntry{deps: deps, out: o}
 	return o
 }
