@@ -268,7 +268,10 @@ func rancherStatus(snap *inventory.Snapshot, cs settings.ComponentStatus, opts O
 // agents groups the routable clusters and lists those that differ from
 // the global agent triple agent (sorted by name, at most MaxClusters).
 // memo, when not nil, keeps each cluster's outcome between calls
-// (see Memo); the result is the same with or without it.
+// (see Memo); the result is the same with or without it, and shares no
+// map, slice or pointer with the memo (what it returns is copied: at most
+// MaxGroups groups and entries and MaxClusters clusters), so that a caller
+// may change it.
 func agents(snap *inventory.Snapshot, agent settings.ComponentStatus, memo *Memo) (Agents, []Cluster, int) {
 	out := Agents{Clusters: len(snap.FleetClusters), Groups: []Group{}}
 	groups := map[string]*Group{}
@@ -308,20 +311,25 @@ func agents(snap *inventory.Snapshot, agent settings.ComponentStatus, memo *Memo
 			out.ClustersNotGrouped += groups[k].Count
 			continue
 		}
-		out.Groups = append(out.Groups, *groups[k])
+		out.Groups = append(out.Groups, groups[k].clone())
 	}
 	for _, k := range largestFirst(unroutable, func(e *Entries) int { return e.Count }) {
 		if len(out.UnroutableEntries) == MaxGroups {
 			out.UnroutableEntriesNotListed++
 			continue
 		}
-		out.UnroutableEntries = append(out.UnroutableEntries, *unroutable[k])
+		e := *unroutable[k]
+		e.Entries = append([]EnvVar(nil), e.Entries...)
+		out.UnroutableEntries = append(out.UnroutableEntries, e)
 	}
 	sort.Slice(listed, func(i, j int) bool { return listed[i].Name < listed[j].Name })
 	notListed := 0
 	if len(listed) > MaxClusters {
 		notListed = len(listed) - MaxClusters
 		listed = listed[:MaxClusters]
+	}
+	for i := range listed {
+		listed[i] = listed[i].clone()
 	}
 	if listed == nil {
 		listed = []Cluster{}

@@ -22,8 +22,8 @@ import (
 // derives only the clusters written since the last one, rather than
 // decoding every cluster's agentEnvVars again every Debounce.
 //
-// The zero Memo is not usable: use NewMemo. A nil *Memo keeps nothing.
-// It is not safe for concurrent use.
+// Use NewMemo. A nil *Memo keeps nothing. It is not safe for concurrent
+// use. What Compute returns shares nothing with it.
 type Memo struct {
 	global string
 	prev   map[string]memoEntry
@@ -194,4 +194,46 @@ func deriveOutcome(c *inventory.Cluster, agent settings.ComponentStatus, ch flee
 		o.listed = &cl
 	}
 	return o
+}
+
+// clone is g with its own maps and slices.
+func (g *Group) clone() Group {
+	c := *g
+	c.Overrides = cloneMap(g.Overrides)
+	c.Record = cloneMap(g.Record)
+	c.Entries = cloneSlice(g.Entries)
+	c.FleetEntries = cloneSlice(g.FleetEntries)
+	return c
+}
+
+// clone is c with its own map and triples.
+func (c Cluster) clone() Cluster {
+	c.Overrides = cloneMap(c.Overrides)
+	if c.Effective != nil {
+		t := *c.Effective
+		c.Effective = &t
+	}
+	if c.Runs != nil {
+		t := *c.Runs
+		c.Runs = &t
+	}
+	return c
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func cloneSlice(s []EnvVar) []EnvVar {
+	if s == nil {
+		return nil
+	}
+	return append([]EnvVar{}, s...)
 }
