@@ -173,7 +173,7 @@ func deriveOutcome(c *inventory.Cluster, agent settings.ComponentStatus, ch flee
 	cl := Cluster{Name: name, Source: rt.TargetRef.String(), Overrides: g.Overrides}
 	status := rt.Target.GetAnnotations()[agentenv.StatusAnnotation]
 	if agent.HasEffective && ch != "" {
-		d := rt.Decide(agent.Effective, ch)
+		d := rt.DecideFacts(facts, agent.Effective, ch)
 		if len(g.Overrides) > 0 && d.Problem != agentenv.ProblemInvalid {
 			cl.Effective = TripleOf(d.Effective)
 		}

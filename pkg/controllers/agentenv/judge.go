@@ -105,6 +105,12 @@ func electionEntries(u *unstructured.Unstructured) []corev1.EnvVar {
 	if err != nil {
 		return nil
 	}
+	return electionEntriesOf(env)
+}
+
+// electionEntriesOf returns the CATTLE_ELECTION_* entries of a decoded
+// spec.agentEnvVars list, in order.
+func electionEntriesOf(env []map[string]interface{}) []corev1.EnvVar {
 	var out []corev1.EnvVar
 	for _, e := range toEnvVars(env) {
 		if election.CattlePrefix.Owns(e.Name) {

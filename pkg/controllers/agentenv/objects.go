@@ -128,16 +128,25 @@ type SourceFacts struct {
 	Set       [3]bool
 	// Malformed is true when spec.agentEnvVars is not a list of objects.
 	Malformed bool
+
+	// read is true for facts FactsOf read; env and envErr are its whole
+	// spec.agentEnvVars as decoded once, which Routing.DecideFacts decides
+	// from rather than decoding the object's JSON again.
+	read   bool
+	env    []map[string]interface{}
+	envErr error
 }
 
-// FactsOf reads u's SourceFacts (a slim cached copy or a whole object).
+// FactsOf reads u's SourceFacts (a slim cached copy or a whole object),
+// decoding its spec.agentEnvVars once.
 func FactsOf(u *unstructured.Unstructured) SourceFacts {
-	f := SourceFacts{Record: ownRecord(u)}
+	f := SourceFacts{Record: ownRecord(u), read: true}
 	f.Overrides, f.Set = overrides(u)
-	if _, err := agentEnvVars(u); err != nil {
+	f.env, f.envErr = agentEnvVars(u)
+	if f.envErr != nil {
 		f.Malformed = true
 		return f
 	}
-	f.Entries = electionEntries(u)
+	f.Entries = electionEntriesOf(f.env)
 	return f
 }

@@ -168,6 +168,21 @@ func (rt Routing) Decide(global election.Timings, channel fleet.AgentChannel) De
 		Global: global, Channel: channel, ClusterAgentReads: rt.ClusterAgentReads})
 }
 
+// DecideFacts is Decide from f, the SourceFacts FactsOf read of
+// rt.Target, without decoding the object again: the same Decision. Facts
+// not from FactsOf (a literal) are not trusted: it then reads rt.Target as
+// Decide does.
+func (rt Routing) DecideFacts(f SourceFacts, global election.Timings, channel fleet.AgentChannel) Decision {
+	if !f.read {
+		return rt.Decide(global, channel)
+	}
+	if f.envErr != nil {
+		return Decision{Problem: ProblemForeign, Err: f.envErr}
+	}
+	return Decide(Input{Env: f.env, Record: f.Record, Overrides: f.Overrides, Set: f.Set,
+		Global: global, Channel: channel, ClusterAgentReads: rt.ClusterAgentReads})
+}
+
 // Strip returns the agent env of an object the project wrote to, without
 // the entries its record shows (with the recorded value), and whether there
 // were any: what `leasetune cleanup` writes. When another CATTLE_ELECTION_*
