@@ -55,8 +55,10 @@ type bench struct {
 	t0       time.Time                // leasetune's start
 	cpStart  map[string]time.Duration // kube-apiserver's and etcd's CPU at t0
 
-	restEnd    procStat // leasetune at the end of the rest phase
-	afterStart procStat // leasetune after its initial convergence
+	logPaths       []string // every round's log
+	profiledBinary string   // the binary built with pprof (-profile)
+	beforeChange   procStat // leasetune right before the round's Setting patch
+	afterStart     procStat // leasetune after its initial convergence
 }
 
 // run measures each configuration in turn, on its own control plane,
@@ -86,17 +88,29 @@ func runOne(ctx context.Context, o options, c configuration) (res results, err e
 		b.profile = filepath.Join(o.profile, c.name)
 	}
 	defer func() { b.close(err) }()
-	for _, phase := range []func(context.Context) error{
-		b.startControlPlane,  // kube-apiserver and etcd, with an audit log
-		b.createClusters,     // N fleet Clusters, and one paged LIST of them
-		b.measureFloor,       // (1) the raw-PATCH floor, then restore
-		b.startLeasetune,     // (2) leasetune as a child process
-		b.initialConvergence, //     until it has written every cluster
-		b.atRest,             // (3) its requests at rest
-		b.globalChange,       // (4) one global change
-		b.peak,               // (5) peak RSS and CPU
-		b.measureFloorAgain,  // (6) the floor again, once leasetune has stopped
-	} {
+	phases := []func(context.Context) error{
+		b.startControlPlane, // kube-apiserver and etcd, with an audit log
+		b.createClusters,    // N fleet Clusters, and one paged LIST of them
+		b.measureFloor,      // (1) the raw-PATCH floor, then restore
+		runBuildPhase,       //     make build, so the binary measured is the tree's
+	}
+	for k := 0; k < o.rounds; k++ {
+		phases = append(phases, func(ctx context.Context) error { return b.startLeasetune(ctx, k) }) // (2) leasetune as a child process
+		if k == 0 {
+			phases = append(phases,
+				b.initialConvergence, // until it has written every cluster
+				b.atRest,             // (3) its requests at rest
+			)
+		} else {
+			phases = append(phases, b.restarted) // until it has read the clusters, writing none
+		}
+		phases = append(phases,
+			func(ctx context.Context) error { return b.globalChange(ctx, k) }, // (4) one global change
+			func(ctx context.Context) error { return b.peak(ctx, k) },         // (5) peak RSS and CPU
+			func(ctx context.Context) error { return b.floorsAfter(ctx, k) },  // (6) two floors, leasetune stopped
+		)
+	}
+	for _, phase := range phases {
 		if err := phase(ctx); err != nil {
 			return res, err
 		}
@@ -302,8 +316,8 @@ func (b *bench) measureFloor(ctx context.Context) error {
 	if err := b.patchFloor(ctx, func(i int) []interface{} { return append(userEnv(i), electionEnv("30s", "25s", "10s")...) }); err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
-	b.res.floor = time.Since(floorStart)
-	b.res.cpFloor = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
+	took := time.Since(floorStart)
+	b.res.floors = append(b.res.floors, floorRun{label: "before leasetune's first start", took: took, cp: cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))})
 	start := time.Now()
 	if err := b.patchFloor(ctx, userEnv); err != nil {
 		return fmt.Errorf("restore: %w", err)
@@ -312,37 +326,44 @@ func (b *bench) measureFloor(ctx context.Context) error {
 	if err := b.audit.poll(); err != nil {
 		return err
 	}
-	b.res.floorWrites = len(b.audit.filter(floorUser, floorStart, floorStart.Add(b.res.floor), clusterPatch))
-	logf("floor %s (%d patches in the audit log), restore %s", b.res.floor.Round(time.Millisecond), b.res.floorWrites, b.res.restore.Round(time.Millisecond))
+	b.res.floorWrites = len(b.audit.filter(floorUser, floorStart, floorStart.Add(took), clusterPatch))
+	logf("floor %s (%d patches in the audit log), restore %s", took.Round(time.Millisecond), b.res.floorWrites, b.res.restore.Round(time.Millisecond))
 	return nil
 }
 
-// startLeasetune is the start of phase 2: `make build`, then the binary
-// (with -profile, one built with net/http/pprof) as a child process, as
-// leasetune's user, its log in the run's folder.
-func (b *bench) startLeasetune(ctx context.Context) error {
+// startLeasetune is the start of phase 2 of round k: the binary (with
+// -profile, one built with net/http/pprof, profiled in the first round
+// only) as a child process, as leasetune's user, its log in the run's
+// folder.
+func (b *bench) startLeasetune(ctx context.Context, k int) error {
 	binary, err := filepath.Abs(b.o.binary)
 	if err != nil {
 		return err
 	}
-	if err := runBuild(ctx); err != nil {
-		return err
-	}
 	ports := b.ports
 	b.metrics = "http://" + ports[1] + "/metrics"
-	b.logPath = filepath.Join(b.dir, "leasetune.log")
+	if b.logFile != nil {
+		_ = b.logFile.Close()
+	}
+	b.logPath = filepath.Join(b.dir, fmt.Sprintf("leasetune-%d.log", k+1))
+	b.logPaths = append(b.logPaths, b.logPath)
 	if b.logFile, err = os.Create(b.logPath); err != nil {
 		return err
 	}
 	if b.profile != "" {
-		if binary, err = buildProfiled(ctx, b.profile); err != nil {
-			return err
+		if k == 0 {
+			if b.profiledBinary, err = buildProfiled(ctx, b.profile); err != nil {
+				return err
+			}
+			p, err := freePorts(1)
+			if err != nil {
+				return err
+			}
+			b.pprof = p[0]
+		} else {
+			b.pprof = "" // the same binary; its profiles are the first round's
 		}
-		p, err := freePorts(1)
-		if err != nil {
-			return err
-		}
-		b.pprof = p[0]
+		binary = b.profiledBinary
 	}
 	channel, ui := "cluster-env-v0.9", ""
 	if b.c.chart {
@@ -359,7 +380,7 @@ func (b *bench) startLeasetune(ctx context.Context) error {
 	}
 	cmd.Stdout, cmd.Stderr = b.logFile, b.logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	logf("starting %s controller (log %s)", b.o.binary, b.logPath)
+	logf("round %d: starting %s controller (log %s)", k+1, b.o.binary, b.logPath)
 	b.cpStart = childrenCPU("kube-apiserver", "etcd")
 	b.t0 = time.Now()
 	if err := cmd.Start(); err != nil {
@@ -371,7 +392,7 @@ func (b *bench) startLeasetune(ctx context.Context) error {
 		close(b.profiled)
 		return nil
 	}
-	profSecs := int(2*b.res.floor.Seconds()) + 5
+	profSecs := int(2*b.res.floors[0].took.Seconds()) + 5
 	b.profWG.Add(1)
 	go func() {
 		defer b.profWG.Done()
@@ -428,17 +449,49 @@ func (b *bench) atRest(ctx context.Context) error {
 		}
 	}
 	b.res.restTally = perHour(tally(restReqs), b.o.rest)
-	b.restEnd = b.lt.sample()
-	b.res.cpuRest = b.restEnd.cpu - b.afterStart.cpu
+	b.beforeChange = b.lt.sample()
+	b.res.cpuRest = b.beforeChange.cpu - b.afterStart.cpu
 	return nil
 }
 
-// globalChange is phase 4: one change of the agent retry period, until
-// leasetune has written every cluster and then nothing for 5s, and every
-// cluster holds the new value; its time, writes (exactly N), CPU and RSS.
-func (b *bench) globalChange(ctx context.Context) error {
-	logf("global change: %s = %s", changedSetting, changedValue)
-	want, _ := time.ParseDuration(changedValue)
+// restarted is phase 2 of a round after the first: until leasetune has
+// listed the fleet Clusters (its informer's LIST answered: it is the
+// leader and its caches are filling) and then written nothing for 5s; the
+// cluster writes of its start (none: the floors left every cluster as it
+// had written it) are counted.
+func (b *bench) restarted(ctx context.Context) error {
+	listed := func(r *request) bool {
+		return r.verb == "list" && r.resource == "clusters.fleet.cattle.io" && r.code == 200
+	}
+	if err := waitFor(ctx, b.o.convergenceTimeout, b.lt.alive, func() bool {
+		_ = b.audit.poll()
+		return len(b.audit.filter(leasetuneUser, b.t0, time.Now(), listed)) > 0
+	}); err != nil {
+		return fmt.Errorf("restart: leasetune did not list the clusters: %w", err)
+	}
+	if err := sleep(ctx, 5*time.Second, b.lt.alive); err != nil {
+		return err
+	}
+	quiet(ctx, b.audit, b.t0)
+	b.beforeChange = b.lt.sample()
+	n := len(b.audit.filter(leasetuneUser, b.t0, time.Now(), clusterPatch))
+	b.res.rounds = append(b.res.rounds, round{startWrites: n})
+	logf("restarted in %s; %d cluster writes at the restart", time.Since(b.t0).Round(time.Millisecond), n)
+	return nil
+}
+
+// globalChange is phase 4 of round k: one change of the agent retry
+// period, until leasetune has written every cluster and then nothing for
+// 5s, and every cluster holds the new value; its time, writes (exactly N),
+// CPU and RSS.
+func (b *bench) globalChange(ctx context.Context, k int) error {
+	if k == 0 {
+		b.res.rounds = append(b.res.rounds, round{startWrites: b.res.initialClusterWrites})
+	}
+	x := &b.res.rounds[k]
+	x.value = changedValue(k)
+	logf("round %d: global change: %s = %s", k+1, changedSetting, x.value)
+	want, _ := time.ParseDuration(x.value)
 	cp0 := childrenCPU("kube-apiserver", "etcd")
 	// The profiles of the change start once the settle time has passed.
 	settle, err := time.ParseDuration(b.res.settle)
@@ -454,64 +507,83 @@ func (b *bench) globalChange(ctx context.Context) error {
 			fetchProfile(b.pprof, "profile?seconds="+strconv.Itoa(apiProfSecs), filepath.Join(b.profile, "cpu-change.pb.gz"))
 		}()
 	}
-	b.apiserverProfile(ctx, "apiserver-change.pb.gz", settle)
+	if k == 0 {
+		b.apiserverProfile(ctx, "apiserver-change.pb.gz", settle)
+	}
 	tChange := time.Now()
 	if _, err := b.dyn.Resource(settingGVR).Patch(ctx, changedSetting, types.MergePatchType,
-		[]byte(`{"value":"`+changedValue+`"}`), metav1.PatchOptions{}); err != nil {
+		[]byte(`{"value":"`+x.value+`"}`), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("patch setting: %w", err)
 	}
 	if err := waitFor(ctx, b.o.convergenceTimeout, b.lt.alive, func() bool { return b.audit.patchedClusters(leasetuneUser, tChange) >= b.o.n }); err != nil {
 		return fmt.Errorf("global change: %w (%d of %d clusters written)", err, b.audit.patchedClusters(leasetuneUser, tChange), b.o.n)
 	}
-	b.res.cpChange = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
+	x.cpChange = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
 	quiet(ctx, b.audit, tChange)
 	if got, err := countTriples(ctx, b.dyn, func(t triple) bool { return t.ok && t.rp == want }); err != nil || got != b.o.n {
-		return fmt.Errorf("global change: %d of %d clusters have retry period %s (%w)", got, b.o.n, changedValue, err)
+		return fmt.Errorf("global change: %d of %d clusters have retry period %s (%w)", got, b.o.n, x.value, err)
 	}
 	s := b.lt.sample()
-	b.res.cpuChange, b.res.rssAfterChange = s.cpu-b.restEnd.cpu, s.rssKiB
+	x.cpuChange, x.rssAfterChange = s.cpu-b.beforeChange.cpu, s.rssKiB
 	changeReqs := b.audit.filter(leasetuneUser, tChange, time.Now(), nil)
-	b.res.changeWrites = countIf(changeReqs, clusterPatch)
-	b.res.changeEvents = countIf(changeReqs, func(r *request) bool { return r.verb == "create" && r.resource == "events" })
-	b.res.changeOther = countIf(changeReqs, isWrite) - b.res.changeWrites - b.res.changeEvents
+	x.changeWrites = countIf(changeReqs, clusterPatch)
+	x.changeEvents = countIf(changeReqs, func(r *request) bool { return r.verb == "create" && r.resource == "events" })
+	x.changeOther = countIf(changeReqs, isWrite) - x.changeWrites - x.changeEvents
 	writes := filterReqs(changeReqs, clusterPatch)
-	b.res.changeFromPatch = lastDone(writes).Sub(tChange)
-	b.res.change = lastDone(writes).Sub(firstReceived(writes))
-	b.res.changeTally = tally(changeReqs)
-	logf("global change %s, %d cluster patches", b.res.change.Round(time.Millisecond), b.res.changeWrites)
+	x.changeFromPatch = lastDone(writes).Sub(tChange)
+	x.change = lastDone(writes).Sub(firstReceived(writes))
+	x.changeTally = tally(changeReqs)
+	if k > 0 {
+		// Round 1 has no floor before it on the same objects: the first
+		// floor patched the clusters as created, without leasetune's
+		// annotations and field manager (docs/benchmark.md).
+		x.before = b.res.rounds[k-1].after
+	}
+	logf("round %d: global change %s, %d cluster patches", k+1, x.change.Round(time.Millisecond), x.changeWrites)
 	return nil
 }
 
-// peak is phase 5: leasetune's peak RSS, CPU, Go heap (its metrics and
-// gctrace lines).
-func (b *bench) peak(context.Context) error {
+// peak is phase 5 of round k: leasetune's peak RSS, CPU, Go heap (its
+// metrics and gctrace lines); the run's are the largest of its rounds'.
+func (b *bench) peak(_ context.Context, k int) error {
 	s := b.lt.sample()
-	b.res.hwmKiB, b.res.rssKiB, b.res.cpu = s.hwmKiB, s.rssKiB, s.cpu
-	m := scrape(b.metrics, "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes")
-	b.res.heapInuse, b.res.goSys = m["go_memstats_heap_inuse_bytes"], m["go_memstats_sys_bytes"]
-	b.res.heapPeakMB, b.res.heapLiveMB, b.res.heapPeakAt, b.res.gcs = gcTrace(b.logPath)
+	b.res.rounds[k].hwmKiB = s.hwmKiB
+	b.res.hwmKiB = max(b.res.hwmKiB, s.hwmKiB)
+	peak, live, at, gcs := gcTrace(b.logPath)
+	if peak > b.res.heapPeakMB {
+		b.res.heapPeakMB, b.res.heapPeakAt = peak, fmt.Sprintf("%s (round %d)", at, k+1)
+	}
+	b.res.heapLiveMB = max(b.res.heapLiveMB, live)
+	b.res.gcs += gcs
 	if b.pprof != "" {
 		fetchProfile(b.pprof, "heap", filepath.Join(b.profile, "heap-end.pb.gz"))
 	}
 	return nil
 }
 
-// measureFloorAgain is phase 6: the floor again, once leasetune has
-// stopped (it would put its triple back). This machine's speed drifts
-// within a run (a shared VM), so the global change is measured between
-// two floors, and its ratio is to the faster of them.
-func (b *bench) measureFloorAgain(ctx context.Context) error {
+// floorsAfter is phase 6 of round k: leasetune stopped (it would put its
+// triple back), two floors: the retry period to 14s, then back to what
+// leasetune wrote (the same work: N merge patches of a changed value), so
+// that the next round's leasetune finds every cluster as it left it.
+func (b *bench) floorsAfter(ctx context.Context, k int) error {
 	b.profWG.Wait()
 	b.lt.stop()
-	logf("raw-PATCH floor again, after leasetune stopped")
-	cp0 := childrenCPU("kube-apiserver", "etcd")
-	start := time.Now()
-	if err := b.patchFloor(ctx, func(i int) []interface{} { return append(userEnv(i), electionEnv("30s", "25s", "14s")...) }); err != nil {
-		return fmt.Errorf("floor after: %w", err)
+	x := &b.res.rounds[k]
+	for _, f := range []struct{ rp, label string }{
+		{"14s", fmt.Sprintf("after round %d", k+1)},
+		{x.value, fmt.Sprintf("after round %d, back to %s", k+1, x.value)},
+	} {
+		logf("raw-PATCH floor %s, leasetune stopped", f.label)
+		cp0 := childrenCPU("kube-apiserver", "etcd")
+		start := time.Now()
+		if err := b.patchFloor(ctx, func(i int) []interface{} { return append(userEnv(i), electionEnv("30s", "25s", f.rp)...) }); err != nil {
+			return fmt.Errorf("floor %s: %w", f.label, err)
+		}
+		run := floorRun{label: f.label, took: time.Since(start), cp: cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))}
+		b.res.floors = append(b.res.floors, run)
+		x.after = append(x.after, run)
+		logf("floor %s: %s", f.label, run.took.Round(time.Millisecond))
 	}
-	b.res.floorAfter = time.Since(start)
-	b.res.cpFloorAfter = cpDelta(cp0, childrenCPU("kube-apiserver", "etcd"))
-	logf("floor after %s", b.res.floorAfter.Round(time.Millisecond))
 	return nil
 }
 

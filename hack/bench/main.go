@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,11 +60,14 @@ const (
 	floorUser     = "bench-floor" // the raw-PATCH floor's identity
 	benchGroup    = "leasetune-bench"
 
-	// The global change: the agent retry period from Fleet's 10s to 12s
-	// (valid with 30s/25s: 25s > 1.2×12s and ≥ 2×12s).
+	// The global change: the agent retry period, from Fleet's 10s to 12s
+	// in the first round, then 11s, 12s, ... (valid with 30s/25s: 25s >
+	// 1.2×12s and ≥ 2×12s).
 	changedSetting = "fleet-agent-leader-election-retry-period"
-	changedValue   = "12s"
 )
+
+// changedValue is the retry period round k's change sets.
+func changedValue(k int) string { return []string{"12s", "11s"}[k%2] }
 
 type options struct {
 	n                  int
@@ -75,6 +79,8 @@ type options struct {
 	// configs are the configurations measured, in order, each on its own
 	// control plane (-configs).
 	configs []configuration
+	// rounds is how many global changes are measured, each between floors.
+	rounds int
 	// values are the chart's values the chart configuration runs with.
 	values chartValues
 	// memLimit is GOMEMLIMIT for the controller: the chart's goMemLimit
@@ -93,6 +99,7 @@ func main() {
 	flag.StringVar(&o.binary, "binary", "bin/leasetune", "the leasetune binary")
 	flag.StringVar(&o.fixtures, "fixtures", "../shared/fixtures", "the shared fixtures folder (Fleet CRDs and Deployments)")
 	flag.DurationVar(&o.convergenceTimeout, "timeout", 15*time.Minute, "how long each convergence may take before the bench gives up")
+	flag.IntVar(&o.rounds, "rounds", 3, "how many global changes to measure, each between the floors just before and after it (leasetune restarted for each; the verdict is the median round's)")
 	flag.StringVar(&o.profile, "profile", "", "also build leasetune with net/http/pprof (go build -overlay, hack/bench/pprof_overlay.go.in), run that, and write heap and CPU profiles to this folder (one subfolder per configuration)")
 	configs := flag.String("configs", "bench,chart", "the configurations to measure, in order, each on its own control plane: bench (channel given, --settle 0s, no webhook registered, no UI, no ElectionStatus) and chart (the chart's defaults)")
 	values, err := readChartValues("charts/leasetune/values.yaml")
@@ -114,8 +121,8 @@ func main() {
 		}
 		o.configs = append(o.configs, c)
 	}
-	if o.assets == "" || o.n <= 0 || len(o.configs) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: bench -assets DIR [-n N] [-rest 180s] [-binary bin/leasetune] [-configs bench,chart]")
+	if o.assets == "" || o.n <= 0 || o.rounds <= 0 || len(o.configs) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: bench -assets DIR [-n N] [-rest 180s] [-binary bin/leasetune] [-configs bench,chart] [-rounds 3]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -132,44 +139,122 @@ func logf(format string, args ...interface{}) {
 
 // results is what one configuration's column of the table shows.
 type results struct {
-	config                                   configuration
-	settle                                   string // the controller's --settle
-	n                                        int
-	memLimit                                 string
-	load                                     string
-	apiserver                                string
-	create, list, floor, restore, floorAfter time.Duration
-	listPages                                int
-	floorWrites                              int
-	initial                                  time.Duration
-	initialClusterWrites                     int
-	initialTally                             []string
-	rest                                     time.Duration
-	restTally                                []string
-	restOnlyLease                            bool
-	// change is the global change from leasetune's first cluster write
-	// after the Setting patch to its last (the settle time not counted);
-	// changeFromPatch from the Setting patch to the last write.
+	config                 configuration
+	settle                 string // the controller's --settle
+	n                      int
+	memLimit               string
+	load                   string
+	apiserver              string
+	create, list           time.Duration
+	restore                time.Duration // the first floor's restore (not a floor: a smaller body)
+	listPages              int
+	floorWrites            int        // the first floor's PATCHes in the audit log
+	floors                 []floorRun // every floor, in order
+	rounds                 []round    // every global change, in order
+	initial                time.Duration
+	initialClusterWrites   int
+	initialTally           []string
+	rest                   time.Duration
+	restTally              []string
+	restOnlyLease          bool
+	cpuInitial, cpuRest    time.Duration
+	hwmKiB                 int64 // the largest VmHWM of the rounds' processes
+	rssAfterInitial        int64
+	heapPeakMB, heapLiveMB int
+	heapPeakAt             string
+	cpInitial              string // kube-apiserver and etcd CPU seconds in the first start
+	gcs                    int
+}
+
+// floorRun is one raw-PATCH floor: N merge patches of spec.agentEnvVars
+// by the floor's user, leasetune stopped.
+type floorRun struct {
+	label string        // when it ran
+	took  time.Duration // first PATCH sent → last answered
+	cp    string        // kube-apiserver and etcd CPU seconds in it
+}
+
+// round is one global change, measured between the floors just before
+// it and just after it: this machine's speed drifts within minutes (a
+// shared VM), so each change is compared with the floors nearest to it
+// in time, and the run's verdict is the median round's. The first round
+// has floors after it only: the floor before leasetune's first start
+// patches the clusters as created, without the annotations and the
+// second field manager leasetune's writes leave on them, which every
+// later PATCH (leasetune's and the floors') carries along.
+type round struct {
+	value string // the agent retry period the change sets
+	// startWrites are leasetune's cluster writes from its start to the
+	// Setting patch: the first start's N in the first round, and none in
+	// the others (the floor left every cluster as leasetune had it).
+	startWrites int
+	// change is from leasetune's first cluster write after the Setting
+	// patch to its last (the settle time not counted); changeFromPatch
+	// from the Setting patch to the last write.
 	change, changeFromPatch                 time.Duration
 	changeWrites, changeEvents, changeOther int
 	changeTally                             []string
-	cpuInitial, cpuRest, cpuChange, cpu     time.Duration
-	hwmKiB, rssKiB                          int64
-	rssAfterInitial, rssAfterChange         int64
-	heapPeakMB, heapLiveMB                  int
-	heapPeakAt                              string
-	cpFloor, cpInitial, cpChange            string // kube-apiserver and etcd CPU seconds in the phase
-	cpFloorAfter                            string
-	gcs                                     int
-	heapInuse, goSys                        float64
+	cpChange                                string
+	cpuChange                               time.Duration // leasetune's CPU in the change
+	hwmKiB, rssAfterChange                  int64
+	before, after                           []floorRun // the floors around it
 }
 
-// fastest is the faster of the two floors.
-func (r results) fastest() time.Duration {
-	if r.floorAfter > 0 && r.floorAfter < r.floor {
-		return r.floorAfter
+// fastest is the faster of the floors around r.
+func (r round) fastest() time.Duration {
+	var f time.Duration
+	for _, x := range append(append([]floorRun{}, r.before...), r.after...) {
+		if f == 0 || x.took < f {
+			f = x.took
+		}
 	}
-	return r.floor
+	return f
+}
+
+// ratio is r's change over its fastest floor.
+func (r round) ratio() float64 { return r.change.Seconds() / r.fastest().Seconds() }
+
+// medianRatio is the median of the rounds' ratios: the run's verdict on
+// the change (1.3× at most).
+func (r results) medianRatio() float64 {
+	var xs []float64
+	for _, x := range r.rounds {
+		xs = append(xs, x.ratio())
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	sort.Float64s(xs)
+	if len(xs)%2 == 1 {
+		return xs[len(xs)/2]
+	}
+	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+}
+
+// allWrites is whether every round's change wrote exactly N clusters,
+// and every restart after the first wrote none.
+func (r results) allWrites() bool {
+	for i, x := range r.rounds {
+		if x.changeWrites != r.n || (i > 0 && x.startWrites != 0) {
+			return false
+		}
+	}
+	return len(r.rounds) > 0
+}
+
+// fastest is the fastest floor around the first start: the one before
+// it and the first round's after it.
+func (r results) fastest() time.Duration {
+	var f time.Duration
+	if len(r.floors) > 0 {
+		f = r.floors[0].took
+	}
+	if len(r.rounds) > 0 && len(r.rounds[0].after) > 0 {
+		if a := r.rounds[0].fastest(); f == 0 || a < f {
+			f = a
+		}
+	}
+	return f
 }
 
 // initialBound is the first start's target: 1.5× the faster floor plus
@@ -216,8 +301,8 @@ func setup(ctx context.Context, cs kubernetes.Interface, o options) error {
 	}
 }
 
-// runBuild runs `make build`, so the measured binary is the tree's.
-func runBuild(ctx context.Context) error {
+// runBuildPhase runs `make build`, so the measured binary is the tree's.
+func runBuildPhase(ctx context.Context) error {
 	logf("make build")
 	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "build")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -438,8 +523,9 @@ func countTriples(ctx context.Context, dyn dynamic.Interface, f func(triple) boo
 	return n, err
 }
 
-// printTable prints the results as one Markdown table, a column per
-// configuration, then each configuration's request tallies.
+// printTable prints the results: a summary, one row per configuration;
+// then one Markdown table, a column per configuration; then each
+// configuration's request tallies.
 func printTable(out io.Writer, rs []results) {
 	verdict := func(ok bool) string {
 		if ok {
@@ -449,6 +535,10 @@ func printTable(out io.Writer, rs []results) {
 	}
 	sec := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 	p := func(format string, args ...interface{}) { fmt.Fprintf(out, format+"\n", args...) }
+	rounds := 0
+	for _, r := range rs {
+		rounds = max(rounds, len(r.rounds))
+	}
 	row := func(measure, target string, cell func(r results) string) {
 		cells := make([]string, len(rs))
 		for i, r := range rs {
@@ -458,15 +548,25 @@ func printTable(out io.Writer, rs []results) {
 	}
 	// The summary: one row per configuration (what the README shows).
 	p("")
-	p("| configuration | first start: process start → last cluster write (≤ 1.5× the faster floor + one paged LIST) | global change: first → last cluster write (≤ 1.3× the faster floor) | writes of the change (exactly N) | peak RSS (≤ 150 MiB) | requests at rest (its Lease only) |")
+	p("| configuration | first start: process start → last cluster write (≤ 1.5× the faster floor + one paged LIST) | global change: first → last cluster write, the median of %d rounds, each against the faster floor around it (≤ 1.3×) | writes of each change (exactly N) | peak RSS (≤ 150 MiB) | requests at rest (its Lease only) |", rounds)
 	p("|---|---|---|---|---|---|")
 	for _, r := range rs {
 		b := r.initialBound()
-		ratio := r.change.Seconds() / r.fastest().Seconds()
-		p("| %s | %s: %.2f× the bound %s (floor %s, LIST %s): %s | %s: **%.2f×** the floor %s: %s | %d: %s | %s: %s | %s |",
+		var each []string
+		writes := map[int]bool{}
+		for _, x := range r.rounds {
+			each = append(each, fmt.Sprintf("%.1f s %.2f×", x.change.Seconds(), x.ratio()))
+			writes[x.changeWrites] = true
+		}
+		var ws []string
+		for w := range writes {
+			ws = append(ws, strconv.Itoa(w))
+		}
+		sort.Strings(ws)
+		p("| %s | %s: %.2f× the bound %s (floor %s, LIST %s): %s | **%.2f×** (%s): %s | %s: %s | %s: %s | %s |",
 			r.config.name, sec(r.initial), r.initial.Seconds()/b.Seconds(), sec(b), sec(r.fastest()), sec(r.list), verdict(r.initial <= b),
-			sec(r.change), ratio, sec(r.fastest()), verdict(ratio <= 1.3),
-			r.changeWrites, verdict(r.changeWrites == r.n), mib(r.hwmKiB), verdict(r.hwmKiB <= 150*1024),
+			r.medianRatio(), strings.Join(each, "; "), verdict(r.medianRatio() <= 1.3),
+			strings.Join(ws, ", "), verdict(r.allWrites()), mib(r.hwmKiB), verdict(r.hwmKiB <= 150*1024),
 			verdict(r.restOnlyLease))
 	}
 	head := []string{"measure"}
@@ -499,31 +599,64 @@ func printTable(out io.Writer, rs []results) {
 	row("one paged LIST of the clusters (pages of 500, as the admin)", "", func(r results) string {
 		return fmt.Sprintf("%s (%d pages)", sec(r.list), r.listPages)
 	})
-	row(fmt.Sprintf("raw-PATCH floor: N merge patches of spec.agentEnvVars, %d workers, QPS %d/burst %d; before leasetune starts, and again after it stops", workers, qps, burst), "", func(r results) string {
-		rate := func(d time.Duration) string { return fmt.Sprintf("%.0f/s", float64(r.n)/d.Seconds()) }
-		return fmt.Sprintf("before: %s (%s; %d in the audit log; %s); after: %s (%s; %s)",
-			sec(r.floor), rate(r.floor), r.floorWrites, r.cpFloor, sec(r.floorAfter), rate(r.floorAfter), r.cpFloorAfter)
+	row(fmt.Sprintf("raw-PATCH floors: N merge patches of spec.agentEnvVars, %d workers, QPS %d/burst %d, leasetune stopped; in order", workers, qps, burst), "", func(r results) string {
+		var out []string
+		for i, f := range r.floors {
+			extra := ""
+			if i == 0 {
+				extra = fmt.Sprintf("; %d in the audit log", r.floorWrites)
+			}
+			out = append(out, fmt.Sprintf("%s: %s (%.0f/s%s; %s)", f.label, sec(f.took), float64(r.n)/f.took.Seconds(), extra, f.cp))
+		}
+		return strings.Join(out, "; ")
 	})
-	row("first start: process start → last cluster write", "≤ 1.5× the faster floor + one paged LIST", func(r results) string {
+	row("first start: process start → last cluster write", "≤ 1.5× the faster floor around it + one paged LIST", func(r results) string {
 		b := r.initialBound()
 		return fmt.Sprintf("%s (%d cluster writes; %s): %.2f× the bound %s: %s", sec(r.initial), r.initialClusterWrites, r.cpInitial,
 			r.initial.Seconds()/b.Seconds(), sec(b), verdict(r.initial <= b))
 	})
-	row("global change: leasetune's first cluster write after the Setting patch → its last", "≤ 1.3× the faster floor", func(r results) string {
-		ratio := r.change.Seconds() / r.fastest().Seconds()
-		return fmt.Sprintf("%s (%.0f/s; Setting patch → last write %s; %s), **%.2f× the faster floor** (%.2f× before, %.2f× after): %s",
-			sec(r.change), float64(r.n)/r.change.Seconds(), sec(r.changeFromPatch), r.cpChange, ratio,
-			r.change.Seconds()/r.floor.Seconds(), r.change.Seconds()/r.floorAfter.Seconds(), verdict(ratio <= 1.3))
+	for k := 0; k < rounds; k++ {
+		row(fmt.Sprintf("global change, round %d: leasetune's first cluster write after the Setting patch → its last", k+1), "≤ 1.3× the faster floor around it (the verdict: the median round)", func(r results) string {
+			if k >= len(r.rounds) {
+				return ""
+			}
+			x := r.rounds[k]
+			var around []string
+			for _, f := range append(append([]floorRun{}, x.before...), x.after...) {
+				around = append(around, fmt.Sprintf("%.2f× %s", x.change.Seconds()/f.took.Seconds(), f.label))
+			}
+			return fmt.Sprintf("retry period → %s: %s (%.0f/s; Setting patch → last write %s; %s; leasetune %.1f CPU s), **%.2f× the faster floor** (%s)",
+				x.value, sec(x.change), float64(r.n)/x.change.Seconds(), sec(x.changeFromPatch), x.cpChange, x.cpuChange.Seconds(), x.ratio(), strings.Join(around, ", "))
+		})
+	}
+	row("global change: the median round", "≤ 1.3×", func(r results) string {
+		return fmt.Sprintf("**%.2f×**: %s", r.medianRatio(), verdict(r.medianRatio() <= 1.3))
 	})
-	row("writes of the global change (audit log: accepted PATCHes of clusters by leasetune)", "exactly N, one per cluster", func(r results) string {
-		return fmt.Sprintf("%d cluster writes; besides them %d Event creates and %d other writes: %s", r.changeWrites, r.changeEvents, r.changeOther, verdict(r.changeWrites == r.n))
+	row("writes of each global change (audit log: accepted PATCHes of clusters by leasetune); at each restart after the first", "exactly N, one per cluster; none at a restart", func(r results) string {
+		var out []string
+		for k, x := range r.rounds {
+			restart := ""
+			if k > 0 {
+				restart = fmt.Sprintf(", %d at its restart", x.startWrites)
+			}
+			out = append(out, fmt.Sprintf("round %d: %d cluster writes, %d Event creates, %d other writes%s", k+1, x.changeWrites, x.changeEvents, x.changeOther, restart))
+		}
+		return strings.Join(out, "; ") + ": " + verdict(r.allWrites())
 	})
-	row("controller peak RSS (VmHWM)", "≤ 150 MiB at 10,000", func(r results) string {
-		return fmt.Sprintf("%s (RSS %s after the first start, %s after the change; gctrace: Go heap peak %d MB at %s after start, live ≤ %d MB, %d GCs): %s",
-			mib(r.hwmKiB), mib(r.rssAfterInitial), mib(r.rssAfterChange), r.heapPeakMB, r.heapPeakAt, r.heapLiveMB, r.gcs, verdict(r.hwmKiB <= 150*1024))
+	row("controller peak RSS (VmHWM, the largest of the rounds' processes)", "≤ 150 MiB at 10,000", func(r results) string {
+		var after []string
+		for _, x := range r.rounds {
+			after = append(after, fmt.Sprintf("%s (RSS %s)", mib(x.hwmKiB), mib(x.rssAfterChange)))
+		}
+		return fmt.Sprintf("%s (RSS %s after the first start; each round's peak and RSS after its change: %s; gctrace: Go heap peak %d MB at %s after a start, live ≤ %d MB, %d GCs): %s",
+			mib(r.hwmKiB), mib(r.rssAfterInitial), strings.Join(after, ", "), r.heapPeakMB, r.heapPeakAt, r.heapLiveMB, r.gcs, verdict(r.hwmKiB <= 150*1024))
 	})
 	row("controller CPU seconds (utime+stime)", "", func(r results) string {
-		return fmt.Sprintf("%.1f s total: %.1f start + first start, %.1f at rest, %.1f global change", r.cpu.Seconds(), r.cpuInitial.Seconds(), r.cpuRest.Seconds(), r.cpuChange.Seconds())
+		var ch []string
+		for _, x := range r.rounds {
+			ch = append(ch, fmt.Sprintf("%.1f", x.cpuChange.Seconds()))
+		}
+		return fmt.Sprintf("%.1f start + first start, %.1f at rest, %s in each global change", r.cpuInitial.Seconds(), r.cpuRest.Seconds(), strings.Join(ch, " / "))
 	})
 	row("leasetune requests at rest (audit log), per hour", "its Lease only", func(r results) string {
 		return fmt.Sprintf("%s over %s: %s", strings.Join(r.restTally, "; "), r.rest, verdict(r.restOnlyLease))
@@ -531,8 +664,10 @@ func printTable(out io.Writer, rs []results) {
 	for _, r := range rs {
 		p("")
 		p("Configuration %s: leasetune's writes from its start to the first start's end: %s", r.config.name, strings.Join(r.initialTally, "; "))
-		p("")
-		p("Configuration %s: leasetune's requests from the Setting patch to 5 s after its last write: %s", r.config.name, strings.Join(r.changeTally, "; "))
+		for k, x := range r.rounds {
+			p("")
+			p("Configuration %s, round %d: leasetune's requests from the Setting patch to 5 s after its last write: %s", r.config.name, k+1, strings.Join(x.changeTally, "; "))
+		}
 	}
 }
 
