@@ -174,15 +174,17 @@ fuzz: ## run every fuzz test (func Fuzz* in a _test.go file) for FUZZTIME each
 # The benchmark (hack/bench): for each configuration of CONFIGS (bench: the
 # channel given, --settle 0s, no webhook registered, no UI; chart: the
 # chart's defaults), N fleet Clusters on a local control plane of its own
-# with an audit log; the raw-PATCH floor, then leasetune's first start,
-# REST seconds at rest and one global change; one table, a column per
-# configuration. Not run by CI. docs/benchmark.md.
+# with an audit log; the raw-PATCH floor, then leasetune's first start and
+# REST seconds at rest, and ROUNDS global changes, each between floors
+# (leasetune restarted for each); one table, a column per configuration.
+# Not run by CI. docs/benchmark.md.
 N ?= 10000
 REST ?= 180
 CONFIGS ?= bench,chart
-bench: build ## benchmark leasetune against the raw-PATCH floor on a local control plane (N clusters, REST seconds at rest, CONFIGS)
+ROUNDS ?= 3
+bench: build ## benchmark leasetune against the raw-PATCH floor on a local control plane (N clusters, REST seconds at rest, CONFIGS, ROUNDS)
 	assets="$$(scripts/controlplane.sh)" && $(GO) build -o bin/bench ./hack/bench && \
-	  bin/bench -assets "$$assets" -binary $(BIN) -n $(N) -rest $(REST)s -configs $(CONFIGS)
+	  bin/bench -assets "$$assets" -binary $(BIN) -n $(N) -rest $(REST)s -configs $(CONFIGS) -rounds $(ROUNDS)
 
 # BenchmarkAudit (pkg/audit): `leasetune audit`'s readers against
 # json-iterator, encoding/json and jq's pipeline on two generated logs of

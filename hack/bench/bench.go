@@ -455,28 +455,27 @@ func (b *bench) atRest(ctx context.Context) error {
 }
 
 // restarted is phase 2 of a round after the first: until leasetune has
-// listed the fleet Clusters (its informer's LIST answered: it is the
-// leader and its caches are filling) and then written nothing for 5s; the
-// cluster writes of its start (none: the floors left every cluster as it
-// had written it) are counted.
+// listed the fleet Clusters (its informer's paged LIST: it is the leader
+// and its caches are filled once no page has been asked for 5s) and then
+// written nothing for 5s; the cluster writes of its start (none: the
+// floors left every cluster as it had written it) are counted.
 func (b *bench) restarted(ctx context.Context) error {
 	listed := func(r *request) bool {
 		return r.verb == "list" && r.resource == "clusters.fleet.cattle.io" && r.code == 200
 	}
 	if err := waitFor(ctx, b.o.convergenceTimeout, b.lt.alive, func() bool {
 		_ = b.audit.poll()
-		return len(b.audit.filter(leasetuneUser, b.t0, time.Now(), listed)) > 0
+		pages := b.audit.filter(leasetuneUser, b.t0, time.Now(), listed)
+		return len(pages) > 0 && time.Since(lastDone(pages)) > 5*time.Second
 	}); err != nil {
 		return fmt.Errorf("restart: leasetune did not list the clusters: %w", err)
-	}
-	if err := sleep(ctx, 5*time.Second, b.lt.alive); err != nil {
-		return err
 	}
 	quiet(ctx, b.audit, b.t0)
 	b.beforeChange = b.lt.sample()
 	n := len(b.audit.filter(leasetuneUser, b.t0, time.Now(), clusterPatch))
+	pages := len(b.audit.filter(leasetuneUser, b.t0, time.Now(), listed))
 	b.res.rounds = append(b.res.rounds, round{startWrites: n})
-	logf("restarted in %s; %d cluster writes at the restart", time.Since(b.t0).Round(time.Millisecond), n)
+	logf("restarted in %s: %d pages of clusters listed, %d cluster writes", time.Since(b.t0).Round(time.Millisecond), pages, n)
 	return nil
 }
 
