@@ -52,15 +52,21 @@ func EnsureSetting(ctx context.Context, c apiextclient.Interface) (created bool,
 		if err != nil {
 			return false, err
 		}
-		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextv1.Established && cond.Status == apiextv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
+		return Established(got), nil
 	})
 	if err != nil {
 		return created, fmt.Errorf("CRD %s not established: %w", crd.Name, err)
 	}
 	return created, nil
+}
+
+// Established reports whether crd's Established condition is True: the
+// API server serves its kind (discovery lists it a moment later).
+func Established(crd *apiextv1.CustomResourceDefinition) bool {
+	for _, cond := range crd.Status.Conditions {
+		if cond.Type == apiextv1.Established && cond.Status == apiextv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }

@@ -268,8 +268,8 @@ type statusSources struct {
 // the memory of the other components (it makes no read of its own but of
 // its object), recomputed when any of them changes; it stops with ctx.
 // Where its CRD is not served yet (an upgrade from a chart without it:
-// Helm installs crds/ on install only), it runs once it is: discovery is
-// asked again every settingCRDPoll until then.
+// Helm installs crds/ on install only), it runs once it is: the CRD is
+// watched by name until then (waitForStatusCRD).
 func startStatus(ctx context.Context, rc *rest.Config, dc discovery.DiscoveryInterface, cfg Config, log *slog.Logger, src statusSources) {
 	sc := statuscontroller.New(statuscontroller.Options{
 		Client: dynamic.NewForConfigOrDie(rc), Log: log,
@@ -321,10 +321,8 @@ func startStatus(ctx context.Context, rc *rest.Config, dc discovery.DiscoveryInt
 	go func() {
 		if !served(dc, statuscontroller.GVR) {
 			log.Warn("the ElectionStatus CRD electionstatuses.leasetune.io is not installed: leasetune's status is not published until it is (the chart installs it; the Rancher UI page needs it)")
-			err := wait.PollUntilContextCancel(ctx, settingCRDPoll, false, func(context.Context) (bool, error) {
-				return served(dc, statuscontroller.GVR), nil
-			})
-			if err != nil {
+			defs := apiextclient.NewForConfigOrDie(rc).ApiextensionsV1().CustomResourceDefinitions()
+			if err := waitForStatusCRD(ctx, dc, defs, settingCRDPoll, log); err != nil {
 				sc.ShutDown() // ctx ended
 				return
 			}

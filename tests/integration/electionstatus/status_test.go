@@ -65,8 +65,9 @@ func start(t *testing.T) *installation {
 	return in
 }
 
-// run is start without waiting for the ElectionStatus, logging to log.
-func run(t *testing.T, log *slog.Logger) *installation {
+// run is start without waiting for the ElectionStatus, logging to log;
+// its Recorder records with opts.
+func run(t *testing.T, log *slog.Logger, opts ...framework.RecordOption) *installation {
 	t.Helper()
 	ctx := context.Background()
 	in := &installation{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t), clusterNS: cp.Namespace(t)}
@@ -79,7 +80,7 @@ func run(t *testing.T, log *slog.Logger) *installation {
 		cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(in.clusterNS, name, opts...))
 	}
 	cfg := rest.CopyConfig(cp.Config)
-	in.rec = framework.Record(cfg)
+	in.rec = framework.Record(cfg, opts...)
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
@@ -287,7 +288,9 @@ func (b *logBuffer) String() string {
 // when the leader starts (an upgrade from a chart without it: Helm
 // installs the files of crds/ on install only, never on upgrade), and is
 // installed afterwards (`kubectl apply -f`, as the CRD file says). The
-// leader keeps the status from then on, without a restart.
+// leader keeps the status from then on, without a restart. While the CRD
+// is missing the leader watches that CRD by name and asks discovery
+// nothing: not once in 25 s (it asked every 10 s before the watch).
 func TestStatusCRDInstalledAfterStart(t *testing.T) {
 	crds := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
 	name := statuscontroller.GVR.GroupResource().String()
@@ -315,15 +318,38 @@ func TestStatusCRDInstalledAfterStart(t *testing.T) {
 		return apierrors.IsNotFound(err) && lerr != nil
 	})
 	logs := &logBuffer{}
-	in := run(t, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	in := run(t, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})), framework.WithReads())
 	framework.Eventually(t, "the leader saw no ElectionStatus CRD", func() bool {
 		return strings.Contains(logs.String(), "electionstatuses.leasetune.io is not installed")
 	})
+	from := time.Now()
+	time.Sleep(25 * time.Second)
+	var asked, watched int
+	for _, q := range in.rec.Requests() {
+		if q.At.Before(from) {
+			continue
+		}
+		if q.Path == "/apis/"+statuscontroller.GVR.GroupVersion().String() {
+			asked++
+		}
+		if q.Path == "/apis/apiextensions.k8s.io/v1/customresourcedefinitions" && q.Query.Get("watch") == "true" &&
+			q.Query.Get("fieldSelector") == "metadata.name="+name {
+			watched++
+		}
+	}
+	if asked != 0 {
+		t.Errorf("discovery asked for %s %d times in 25 s while the CRD was missing, want 0 (the CRD watched by name)", statuscontroller.GVR.GroupVersion(), asked)
+	}
+	// The watch began before from (right after the first look); it is
+	// counted only where it was renewed in these 25 s.
+	t.Logf("in 25 s without the CRD: %d discovery requests, %d watches of the CRD begun", asked, watched)
+	installed := time.Now()
 	install()
 	framework.Eventually(t, "the status published once the CRD is there", func() bool {
 		got := in.status(t)
 		return got != nil && same(*got, in.want(t))
 	})
+	t.Logf("the status published %s after the CRD was installed", time.Since(installed).Round(100*time.Millisecond))
 }
 
 // TestStatusNamesRancherConfigAsPlanDoes: with a rancher-config ConfigMap

@@ -318,3 +318,46 @@ func next(t *testing.T, w watch.Interface) watch.Event {
 	}
 	return watch.Event{}
 }
+
+// TestServiceAccountWatchesOnlyItsStatusCRD: with the chart's RBAC,
+// leasetune's ServiceAccount lists and watches the CRD
+// electionstatuses.leasetune.io by name (a metadata.name field selector,
+// which the kube-apiserver authorizes against resourceNames), as the
+// leader does while that CRD is missing; and lists no other CRD, nor all
+// of them.
+func TestServiceAccountWatchesOnlyItsStatusCRD(t *testing.T) {
+	ns, _ := applyChartRBAC(t)
+	ctx := context.Background()
+	c := rest.CopyConfig(cp.Config)
+	c.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":leasetune",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+	crds := dynamic.NewForConfigOrDie(c).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	byName := func(name string) metav1.ListOptions {
+		return metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
+	}
+	const own = "electionstatuses.leasetune.io"
+	// RBAC follows new bindings through an informer: wait for the yes first.
+	framework.Eventually(t, "the chart's rights in force", func() bool {
+		_, err := crds.List(ctx, byName(own))
+		return err == nil
+	})
+	w, err := crds.Watch(ctx, byName(own))
+	if err != nil {
+		t.Fatalf("watch of %s by name: %v", own, err)
+	}
+	w.Stop()
+	if _, err := crds.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("list of every CRD: %v, want Forbidden", err)
+	}
+	for _, other := range []string{"uiplugins.catalog.cattle.io", "clusters.fleet.cattle.io"} {
+		if _, err := crds.List(ctx, byName(other)); !apierrors.IsForbidden(err) {
+			t.Errorf("list of %s by name: %v, want Forbidden", other, err)
+		}
+		if _, err := crds.Watch(ctx, byName(other)); !apierrors.IsForbidden(err) {
+			t.Errorf("watch of %s by name: %v, want Forbidden", other, err)
+		}
+	}
+	if _, err := crds.Get(ctx, own, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("get of %s: %v, want Forbidden (list and watch only)", own, err)
+	}
+}

@@ -1,0 +1,180 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	clienttesting "k8s.io/client-go/testing"
+
+	statuscontroller "leasetune.io/leasetune/pkg/controllers/electionstatus"
+)
+
+// countingDiscovery serves the ElectionStatus kind once serve is set, and
+// counts the requests for its group version.
+type countingDiscovery struct {
+	discovery.DiscoveryInterface
+	mu    sync.Mutex
+	serve bool
+	asked int
+}
+
+func (d *countingDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if gv == statuscontroller.GVR.GroupVersion().String() {
+		d.asked++
+	}
+	if !d.serve || gv != statuscontroller.GVR.GroupVersion().String() {
+		return nil, apierrors.NewNotFound(statuscontroller.GVR.GroupResource(), "")
+	}
+	return &metav1.APIResourceList{GroupVersion: gv, APIResources: []metav1.APIResource{{Name: statuscontroller.GVR.Resource}}}, nil
+}
+
+func (d *countingDiscovery) set(serve bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.serve = serve
+}
+
+func (d *countingDiscovery) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.asked
+}
+
+func statusCRD(established bool) *apiextv1.CustomResourceDefinition {
+	crd := &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: statuscontroller.GVR.GroupResource().String()}}
+	if established {
+		crd.Status.Conditions = []apiextv1.CustomResourceDefinitionCondition{{Type: apiextv1.Established, Status: apiextv1.ConditionTrue}}
+	}
+	return crd
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// wait runs waitForStatusCRD in the background; its error comes on the
+// channel.
+func waitInBackground(ctx context.Context, dc discovery.DiscoveryInterface, cs *apiextfake.Clientset, poll time.Duration) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		done <- waitForStatusCRD(ctx, dc, cs.ApiextensionsV1().CustomResourceDefinitions(), poll, quietLog())
+	}()
+	return done
+}
+
+// TestStatusCRDWatchedNotPolled: while the CRD is missing, discovery is
+// asked once (the first look), however long it takes and however short
+// the poll period; a CRD that is not Established yet wakes nothing; once
+// it is Established, discovery is asked again and the wait ends when the
+// kind is served.
+func TestStatusCRDWatchedNotPolled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dc := &countingDiscovery{}
+	cs := apiextfake.NewSimpleClientset()
+	done := waitInBackground(ctx, dc, cs, 10*time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
+	defs := cs.ApiextensionsV1().CustomResourceDefinitions()
+	if _, err := defs.Create(ctx, statusCRD(false), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := dc.count(); n != 1 {
+		t.Fatalf("discovery asked %d times before the CRD was Established, want 1 (the first look)", n)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("returned %v before the CRD was Established", err)
+	default:
+	}
+	dc.set(true)
+	if _, err := defs.Update(ctx, statusCRD(true), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("once Established and served: %v", err)
+	}
+	var watches int
+	for _, a := range cs.Actions() {
+		if a.GetVerb() == "watch" {
+			watches++
+			if fs := a.(clienttesting.WatchActionImpl).WatchRestrictions.Fields.String(); fs != "metadata.name="+statuscontroller.GVR.GroupResource().String() {
+				t.Errorf("watch with field selector %q, want the CRD by name", fs)
+			}
+		}
+	}
+	if watches == 0 {
+		t.Error("no watch of the CRD")
+	}
+}
+
+// TestStatusCRDPolledWhereWatchForbidden: where the List of the CRD by
+// name is Forbidden (a ClusterRole older than the binary), discovery is
+// asked every poll period, and the wait ends once the kind is served.
+func TestStatusCRDPolledWhereWatchForbidden(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dc := &countingDiscovery{}
+	cs := apiextfake.NewSimpleClientset()
+	cs.PrependReactor("list", "customresourcedefinitions", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(apiextv1.Resource("customresourcedefinitions"), "", errors.New("no right"))
+	})
+	done := waitInBackground(ctx, dc, cs, 20*time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for dc.count() < 5 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := dc.count(); n < 5 {
+		t.Fatalf("discovery asked %d times in 10 s at a 20ms poll, want it polled", n)
+	}
+	dc.set(true)
+	if err := <-done; err != nil {
+		t.Fatalf("once served: %v", err)
+	}
+	for _, a := range cs.Actions() {
+		if a.GetVerb() == "watch" {
+			t.Errorf("watched after a Forbidden list: %v", a)
+		}
+	}
+}
+
+// TestStatusCRDWaitEndsWithItsContext: the wait returns ctx's error when
+// ctx ends while the CRD is missing, and nil at once where the kind is
+// already served (no request but discovery's).
+func TestStatusCRDWaitEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	dc := &countingDiscovery{}
+	cs := apiextfake.NewSimpleClientset()
+	done := waitInBackground(ctx, dc, cs, time.Hour)
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("after cancel: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not return within 10 s of its context's end")
+	}
+	served := &countingDiscovery{serve: true}
+	fresh := apiextfake.NewSimpleClientset()
+	quick, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if err := waitForStatusCRD(quick, served, fresh.ApiextensionsV1().CustomResourceDefinitions(), time.Hour, quietLog()); err != nil {
+		t.Fatalf("already served: %v", err)
+	}
+	if n := len(fresh.Actions()); n != 0 {
+		t.Errorf("%d requests of the CRD where the kind was served already, want none", n)
+	}
+}
