@@ -48,7 +48,6 @@ type bench struct {
 	lt       *child // the leasetune process
 	logPath  string // its log
 	logFile  *os.File
-	metrics  string // its /metrics URL
 	pprof    string // its pprof address (-profile), else ""
 	profWG   sync.WaitGroup
 	profiled chan struct{}            // closed once the initial CPU profile is written (one at a time)
@@ -341,7 +340,6 @@ func (b *bench) startLeasetune(ctx context.Context, k int) error {
 		return err
 	}
 	ports := b.ports
-	b.metrics = "http://" + ports[1] + "/metrics"
 	if b.logFile != nil {
 		_ = b.logFile.Close()
 	}
@@ -543,7 +541,7 @@ func (b *bench) globalChange(ctx context.Context, k int) error {
 }
 
 // peak is phase 5 of round k: leasetune's peak RSS, CPU, Go heap (its
-// metrics and gctrace lines); the run's are the largest of its rounds'.
+// gctrace lines); the run's are the largest of its rounds'.
 func (b *bench) peak(_ context.Context, k int) error {
 	s := b.lt.sample()
 	b.res.rounds[k].hwmKiB = s.hwmKiB

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -55,34 +52,6 @@ func readProc(pid int) (procStat, error) {
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	s.cpu = time.Duration(ut+st) * time.Second / clockTicks
 	return s, nil
-}
-
-// scrape returns the named Prometheus samples (without labels) of a
-// /metrics endpoint.
-func scrape(url string, names ...string) map[string]float64 {
-	out := map[string]float64{}
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return out
-	}
-	defer resp.Body.Close()
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 16<<20))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 2 && want[f[0]] {
-			v, err := strconv.ParseFloat(f[1], 64)
-			if err == nil {
-				out[f[0]] = v
-			}
-		}
-	}
-	return out
 }
 
 // cpuModel is the first "model name" of /proc/cpuinfo.
