@@ -214,8 +214,9 @@ func (r round) fastest() time.Duration {
 // ratio is r's change over its fastest floor.
 func (r round) ratio() float64 { return r.change.Seconds() / r.fastest().Seconds() }
 
-// medianRatio is the median of the rounds' ratios: the run's verdict on
-// the change (1.3× at most).
+// medianRatio is the median of the rounds' ratios, the higher of the two
+// middle ones for an even number of rounds (a round's own ratio, never a
+// mean that no round had): the run's verdict on the change (1.3× at most).
 func (r results) medianRatio() float64 {
 	var xs []float64
 	for _, x := range r.rounds {
@@ -225,10 +226,7 @@ func (r results) medianRatio() float64 {
 		return 0
 	}
 	sort.Float64s(xs)
-	if len(xs)%2 == 1 {
-		return xs[len(xs)/2]
-	}
-	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	return xs[len(xs)/2]
 }
 
 // allWrites is whether every round's change wrote exactly N clusters,

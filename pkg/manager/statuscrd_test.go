@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,7 +15,8 @@ import (
 	apiextfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -53,8 +56,11 @@ func (d *countingDiscovery) count() int {
 	return d.asked
 }
 
+// statusCRD is the ElectionStatus CRD serving leasetune.io/v1alpha1,
+// Established or not.
 func statusCRD(established bool) *apiextv1.CustomResourceDefinition {
-	crd := &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: statuscontroller.GVR.GroupResource().String()}}
+	crd := &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: statuscontroller.GVR.GroupResource().String()},
+		Spec: apiextv1.CustomResourceDefinitionSpec{Versions: []apiextv1.CustomResourceDefinitionVersion{{Name: statuscontroller.GVR.Version, Served: true, Storage: true}}}}
 	if established {
 		crd.Status.Conditions = []apiextv1.CustomResourceDefinitionCondition{{Type: apiextv1.Established, Status: apiextv1.ConditionTrue}}
 	}
@@ -127,7 +133,7 @@ func TestStatusCRDPolledWhereWatchForbidden(t *testing.T) {
 	defer cancel()
 	dc := &countingDiscovery{}
 	cs := apiextfake.NewSimpleClientset()
-	cs.PrependReactor("list", "customresourcedefinitions", func(clienttesting.Action) (bool, runtime.Object, error) {
+	cs.PrependReactor("list", "customresourcedefinitions", func(clienttesting.Action) (bool, k8sruntime.Object, error) {
 		return true, nil, apierrors.NewForbidden(apiextv1.Resource("customresourcedefinitions"), "", errors.New("no right"))
 	})
 	done := waitInBackground(ctx, dc, cs, 20*time.Millisecond)
@@ -176,5 +182,167 @@ func TestStatusCRDWaitEndsWithItsContext(t *testing.T) {
 	}
 	if n := len(fresh.Actions()); n != 0 {
 		t.Errorf("%d requests of the CRD where the kind was served already, want none", n)
+	}
+}
+
+// TestStatusCRDPolledWhereOnlyWatchForbidden: where the List is allowed
+// but the Watch is Forbidden, discovery is asked every poll period (not a
+// reflector re-listing for ever), and the wait ends once the kind is
+// served. (Found by a reviewer: the first version probed the List only.)
+func TestStatusCRDPolledWhereOnlyWatchForbidden(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dc := &countingDiscovery{}
+	cs := apiextfake.NewSimpleClientset()
+	var lists atomic.Int32
+	cs.PrependReactor("list", "customresourcedefinitions", func(clienttesting.Action) (bool, k8sruntime.Object, error) {
+		lists.Add(1)
+		return false, nil, nil
+	})
+	cs.PrependWatchReactor("customresourcedefinitions", func(clienttesting.Action) (bool, watch.Interface, error) {
+		return true, nil, apierrors.NewForbidden(apiextv1.Resource("customresourcedefinitions"), "", errors.New("no watch right"))
+	})
+	done := waitInBackground(ctx, dc, cs, 20*time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for dc.count() < 5 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := dc.count(); n < 5 {
+		t.Fatalf("discovery asked %d times in 10 s at a 20ms poll where the watch is Forbidden, want it polled", n)
+	}
+	dc.set(true)
+	if err := <-done; err != nil {
+		t.Fatalf("once served: %v", err)
+	}
+	if n := lists.Load(); n != 1 {
+		t.Errorf("%d lists of the CRD, want 1 (the probe; no reflector)", n)
+	}
+}
+
+// TestStatusCRDWatchedAgainWhenGone: a CRD Established and deleted before
+// discovery lists the kind sends the wait back to its watch (not to a
+// discovery poll for ever): once discovery has not listed it for
+// statusCRDServed, the CRD is looked at, found gone, and watched again;
+// re-created and served, it ends the wait at once although the poll period
+// is an hour. (Found by a reviewer: the first version polled discovery
+// for the rest of the leadership.)
+func TestStatusCRDWatchedAgainWhenGone(t *testing.T) {
+	prev := statusCRDServed
+	statusCRDServed = time.Second
+	t.Cleanup(func() { statusCRDServed = prev })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dc := &countingDiscovery{}
+	cs := apiextfake.NewSimpleClientset()
+	defs := cs.ApiextensionsV1().CustomResourceDefinitions()
+	done := waitInBackground(ctx, dc, cs, time.Hour)
+	time.Sleep(300 * time.Millisecond)
+	if _, err := defs.Create(ctx, statusCRD(true), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := defs.Delete(ctx, statusCRD(true).Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(statusCRDServed + 2*time.Second)
+	asked := dc.count()
+	time.Sleep(2 * time.Second)
+	if n := dc.count(); n != asked {
+		t.Fatalf("discovery asked %d more times in 2 s after the CRD was found gone, want none (watched again)", n-asked)
+	}
+	dc.set(true)
+	if _, err := defs.Create(ctx, statusCRD(true), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the CRD installed again (Established, served) not noticed within 5 s")
+	}
+}
+
+// TestStatusCRDOfAnotherVersionNotPolled: a CRD of that name that is
+// Established but does not serve leasetune.io/v1alpha1, or is being
+// deleted, or whose Established condition flips to False, makes no
+// discovery request and no spin: the first look only.
+func TestStatusCRDOfAnotherVersionNotPolled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	other := statusCRD(true)
+	other.Spec.Versions = []apiextv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true}}
+	dc := &countingDiscovery{}
+	cs := apiextfake.NewSimpleClientset(other)
+	done := waitInBackground(ctx, dc, cs, 10*time.Millisecond)
+	time.Sleep(time.Second)
+	defs := cs.ApiextensionsV1().CustomResourceDefinitions()
+	deleting := statusCRD(true)
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	if _, err := defs.Update(ctx, deleting, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		c := statusCRD(false)
+		c.Status.Conditions = []apiextv1.CustomResourceDefinitionCondition{{Type: apiextv1.Established, Status: apiextv1.ConditionFalse}}
+		if _, err := defs.UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second)
+	if n := dc.count(); n != 1 {
+		t.Errorf("discovery asked %d times, want 1 (the first look)", n)
+	}
+	if n := len(cs.Actions()); n > 12 {
+		t.Errorf("%d requests of the CRD (a spin?): %v", n, cs.Actions())
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("returned %v for a CRD that does not serve the kind", err)
+	default:
+	}
+}
+
+// TestStatusCRDWaitLeavesNoGoroutine: cancelled while the CRD is missing,
+// not Established, or Established but not listed by discovery, the wait
+// returns context.Canceled within 5 s and leaves no goroutine behind.
+func TestStatusCRDWaitLeavesNoGoroutine(t *testing.T) {
+	base := runtime.NumGoroutine()
+	for name, stage := range map[string]func(*apiextfake.Clientset){
+		"missing": func(*apiextfake.Clientset) {},
+		"not established": func(cs *apiextfake.Clientset) {
+			_, _ = cs.ApiextensionsV1().CustomResourceDefinitions().Create(context.Background(), statusCRD(false), metav1.CreateOptions{})
+		},
+		"established, not served": func(cs *apiextfake.Clientset) {
+			_, _ = cs.ApiextensionsV1().CustomResourceDefinitions().Create(context.Background(), statusCRD(true), metav1.CreateOptions{})
+		},
+	} {
+		for i := 0; i < 3; i++ {
+			ctx, cancel := context.WithCancel(context.Background())
+			cs := apiextfake.NewSimpleClientset()
+			done := waitInBackground(ctx, &countingDiscovery{}, cs, time.Hour)
+			time.Sleep(100 * time.Millisecond)
+			stage(cs)
+			time.Sleep(time.Duration(100+100*i) * time.Millisecond)
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("%s: %v, want context.Canceled", name, err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s: no return within 5 s of the context's end", name)
+			}
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base+2 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base+2 {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines after, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
 	}
 }

@@ -89,6 +89,17 @@ func TestDecideFactsIsDecide(t *testing.T) {
 			}
 		})
 	}
+	// A copy of the facts with its exported fields edited (a caller
+	// previewing an override) still decides as the object does. (Found by
+	// a reviewer: the first version decided from the edited fields.)
+	wire := wireCluster()
+	edited := FactsOf(wire)
+	edited.Overrides[2], edited.Set[2], edited.Malformed, edited.Record = "3s", true, true, map[string]string{}
+	g0 := election.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 25 * time.Second, RetryPeriod: 10 * time.Second}
+	wrt := Routing{Target: wire}
+	if got, want := decisionText(wrt.DecideFacts(edited, g0, fleet.ChannelClusterEnvV09)), decisionText(wrt.Decide(g0, fleet.ChannelClusterEnvV09)); got != want {
+		t.Fatalf("an edited copy of the facts:\nDecideFacts %s\nDecide      %s", got, want)
+	}
 	u := objects["own triple"]
 	rt := Routing{Target: u}
 	g := election.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 25 * time.Second, RetryPeriod: 10 * time.Second}

@@ -129,19 +129,27 @@ type SourceFacts struct {
 	// Malformed is true when spec.agentEnvVars is not a list of objects.
 	Malformed bool
 
-	// read is true for facts FactsOf read; env and envErr are its whole
-	// spec.agentEnvVars as decoded once, which Routing.DecideFacts decides
-	// from rather than decoding the object's JSON again.
-	read   bool
-	env    []map[string]interface{}
-	envErr error
+	// read is true for facts FactsOf read. What Routing.DecideFacts
+	// decides from is kept apart from the fields above, so that a copy
+	// with those edited still decides as the object does: env and envErr
+	// are the whole spec.agentEnvVars as decoded once (rather than
+	// decoding the object's JSON again), record the Record's map (read
+	// only, as the object's own maps are), overrides and set copies.
+	read      bool
+	env       []map[string]interface{}
+	envErr    error
+	record    map[string]string
+	overrides [3]string
+	set       [3]bool
 }
 
 // FactsOf reads u's SourceFacts (a slim cached copy or a whole object),
-// decoding its spec.agentEnvVars once.
+// decoding its spec.agentEnvVars once. Its maps (Record, and the entries
+// DecideFacts decides from) are read only.
 func FactsOf(u *unstructured.Unstructured) SourceFacts {
 	f := SourceFacts{Record: ownRecord(u), read: true}
 	f.Overrides, f.Set = overrides(u)
+	f.record, f.overrides, f.set = f.Record, f.Overrides, f.Set
 	f.env, f.envErr = agentEnvVars(u)
 	if f.envErr != nil {
 		f.Malformed = true

@@ -169,9 +169,11 @@ func (rt Routing) Decide(global election.Timings, channel fleet.AgentChannel) De
 }
 
 // DecideFacts is Decide from f, the SourceFacts FactsOf read of
-// rt.Target, without decoding the object again: the same Decision. Facts
-// not from FactsOf (a literal) are not trusted: it then reads rt.Target as
-// Decide does.
+// rt.Target, without decoding the object again: the same Decision, from
+// what FactsOf read (a copy of f with its exported fields changed decides
+// as the object does). Facts not from FactsOf (a literal) are not
+// trusted: it then reads rt.Target as Decide does. The Decision's Env
+// shares its entries with f: read it, do not change it.
 func (rt Routing) DecideFacts(f SourceFacts, global election.Timings, channel fleet.AgentChannel) Decision {
 	if !f.read {
 		return rt.Decide(global, channel)
@@ -179,7 +181,7 @@ func (rt Routing) DecideFacts(f SourceFacts, global election.Timings, channel fl
 	if f.envErr != nil {
 		return Decision{Problem: ProblemForeign, Err: f.envErr}
 	}
-	return Decide(Input{Env: f.env, Record: f.Record, Overrides: f.Overrides, Set: f.Set,
+	return Decide(Input{Env: f.env, Record: f.record, Overrides: f.overrides, Set: f.set,
 		Global: global, Channel: channel, ClusterAgentReads: rt.ClusterAgentReads})
 }
 
