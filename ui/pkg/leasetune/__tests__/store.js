@@ -59,7 +59,7 @@ const ALLOWED = new Set(['management/find', 'management/request']);
  * error) make a find or a PUT fail.
  */
 export function mockStore({
-  schema = { id: SETTING, resourceMethods: ['GET', 'DELETE', 'PUT', 'PATCH'] }, settings = {}, status = null, findErrors = {}, putErrors = {}
+  schema = { id: SETTING, resourceMethods: ['GET', 'DELETE', 'PUT', 'PATCH'] }, settings = {}, status = null, findErrors = {}, putErrors = {}, watchLag = false
 } = {}) {
   const held = reactive({ settings: {}, status: null });
   const server = { settings: { ...settings }, status };
@@ -96,6 +96,21 @@ export function mockStore({
     }
     if (putErrors[name]) {
       throw putErrors[name];
+    }
+    // The server's object: a PUT on another resourceVersion is a conflict
+    // (the kube-apiserver's 409); the saved object has the next one.
+    // watchLag: the store's watch has not brought it yet (held unchanged).
+    const stored = server.settings[name];
+    const rv = stored.metadata?.resourceVersion;
+
+    if (watchLag && payload.data.metadata?.resourceVersion !== rv) {
+      throw apiError(409, `Operation cannot be fulfilled on settings.management.cattle.io "${ name }": the object has been modified; please apply your changes to the latest version and try again`, 'Conflict');
+    }
+    const saved = { ...stored, value: payload.data.value, metadata: { ...stored.metadata, resourceVersion: String(Number(rv || 0) + 1) } };
+
+    server.settings[name] = saved;
+    if (watchLag) {
+      return JSON.parse(JSON.stringify(saved));
     }
     held.settings[name] = { ...held.settings[name], value: payload.data.value };
 
