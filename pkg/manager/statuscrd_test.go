@@ -79,6 +79,24 @@ func waitInBackground(ctx context.Context, dc discovery.DiscoveryInterface, cs *
 	return done
 }
 
+// expectPolled fails t unless discovery is asked at least 5 times within
+// 10 s (a poll, at the tests' 20ms period), and then, once it serves the
+// kind, the wait (done) ends without an error.
+func expectPolled(t *testing.T, dc *countingDiscovery, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for dc.count() < 5 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := dc.count(); n < 5 {
+		t.Fatalf("discovery asked %d times in 10 s at a 20ms poll, want it polled", n)
+	}
+	dc.set(true)
+	if err := <-done; err != nil {
+		t.Fatalf("once served: %v", err)
+	}
+}
+
 // TestStatusCRDWatchedNotPolled: while the CRD is missing, discovery is
 // asked once (the first look), however long it takes and however short
 // the poll period; a CRD that is not Established yet wakes nothing; once
@@ -136,18 +154,7 @@ func TestStatusCRDPolledWhereWatchForbidden(t *testing.T) {
 	cs.PrependReactor("list", "customresourcedefinitions", func(clienttesting.Action) (bool, k8sruntime.Object, error) {
 		return true, nil, apierrors.NewForbidden(apiextv1.Resource("customresourcedefinitions"), "", errors.New("no right"))
 	})
-	done := waitInBackground(ctx, dc, cs, 20*time.Millisecond)
-	deadline := time.Now().Add(10 * time.Second)
-	for dc.count() < 5 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := dc.count(); n < 5 {
-		t.Fatalf("discovery asked %d times in 10 s at a 20ms poll, want it polled", n)
-	}
-	dc.set(true)
-	if err := <-done; err != nil {
-		t.Fatalf("once served: %v", err)
-	}
+	expectPolled(t, dc, waitInBackground(ctx, dc, cs, 20*time.Millisecond))
 	for _, a := range cs.Actions() {
 		if a.GetVerb() == "watch" {
 			t.Errorf("watched after a Forbidden list: %v", a)
@@ -202,18 +209,7 @@ func TestStatusCRDPolledWhereOnlyWatchForbidden(t *testing.T) {
 	cs.PrependWatchReactor("customresourcedefinitions", func(clienttesting.Action) (bool, watch.Interface, error) {
 		return true, nil, apierrors.NewForbidden(apiextv1.Resource("customresourcedefinitions"), "", errors.New("no watch right"))
 	})
-	done := waitInBackground(ctx, dc, cs, 20*time.Millisecond)
-	deadline := time.Now().Add(10 * time.Second)
-	for dc.count() < 5 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := dc.count(); n < 5 {
-		t.Fatalf("discovery asked %d times in 10 s at a 20ms poll where the watch is Forbidden, want it polled", n)
-	}
-	dc.set(true)
-	if err := <-done; err != nil {
-		t.Fatalf("once served: %v", err)
-	}
+	expectPolled(t, dc, waitInBackground(ctx, dc, cs, 20*time.Millisecond))
 	if n := lists.Load(); n != 1 {
 		t.Errorf("%d lists of the CRD, want 1 (the probe; no reflector)", n)
 	}
