@@ -3,7 +3,6 @@ package framework
 import (
 	"bytes"
 	"context"
-	"os"
 	"testing"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -17,14 +16,7 @@ import (
 // waits until it is established.
 func (c *ControlPlane) UseFleetCRD(t testing.TB, version string) {
 	t.Helper()
-	path, err := SharedFixture("fleet/fleet-" + version + "-clusters-crd.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, b := ReadSharedFixture(t, "fleet/fleet-"+version+"-clusters-crd.yaml")
 	var crd apiextv1.CustomResourceDefinition
 	if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096).Decode(&crd); err != nil {
 		t.Fatal(err)

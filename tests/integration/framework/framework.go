@@ -157,7 +157,7 @@ func (c *ControlPlane) Stop() error { return c.env.Stop() }
 
 // Main is a TestMain body: it starts a control plane, stores it in *cp,
 // runs the tests and stops it, returning the exit code for os.Exit.
-func Main(m *testing.M, cp **ControlPlane, opts Options) int {
+func Main(m interface{ Run() int }, cp **ControlPlane, opts Options) int {
 	c, err := Start(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
@@ -232,14 +232,7 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 // ../shared/fixtures/fleet (version as in the file names, e.g. "v0.14.10").
 func FleetDeployments(t testing.TB, version string) []*appsv1.Deployment {
 	t.Helper()
-	path, err := SharedFixture("fleet/fleet-" + version + "-deployments.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, b := ReadSharedFixture(t, "fleet/fleet-"+version+"-deployments.yaml")
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
 	var out []*appsv1.Deployment
 	for {
@@ -325,6 +318,21 @@ func SharedFixture(rel string) (string, error) {
 		return "", fmt.Errorf("shared fixture: %w", err)
 	}
 	return p, nil
+}
+
+// ReadSharedFixture returns the path and the bytes of a file under
+// ../shared/fixtures, failing t when it cannot be read.
+func ReadSharedFixture(t testing.TB, rel string) (string, []byte) {
+	t.Helper()
+	p, err := SharedFixture(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, b
 }
 
 // assetsDir returns KUBEBUILDER_ASSETS, or runs scripts/controlplane.sh

@@ -1,7 +1,8 @@
 // Package rancherenv_test checks the rancherenv controller against a real
 // kube-apiserver: the Rancher Deployment is installed and upgraded by the
-// real helm CLI from a chart whose one template is what rancher/rancher
-// v2.11.3's chart renders (tests/rancher/testdata/rancher-chart), the real
+// real helm CLI from a chart whose one template is what rancher/rancher's
+// chart renders (../shared/fixtures/rancher, framework.RancherChart; every
+// test runs once per release there, v2.11.3 and v2.15.0), the real
 // settings Provider resolves the rancher-leader-election-* Settings, and a
 // double of kube-controller-manager's Deployment controller keeps the
 // Deployment's status (envtest runs no controller-manager).
@@ -16,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -49,7 +49,25 @@ import (
 var (
 	cp      *framework.ControlPlane
 	helmBin string
+	// chartVersion is the Rancher release whose chart the tests run on.
+	chartVersion string
 )
+
+// eachChart runs the package's tests once per Rancher release of
+// framework.RancherChartVersions.
+type eachChart struct{ m *testing.M }
+
+func (e eachChart) Run() int {
+	code := 0
+	for _, v := range framework.RancherChartVersions {
+		chartVersion = v
+		fmt.Fprintf(os.Stderr, "rancherenv: the tests on Rancher %s's chart\n", v)
+		if c := e.m.Run(); c != 0 {
+			code = c
+		}
+	}
+	return code
+}
 
 func TestMain(m *testing.M) {
 	var err error
@@ -57,17 +75,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "helm: %v\n", err)
 		os.Exit(1)
 	}
-	os.Exit(framework.Main(m, &cp, framework.Options{RepoCRDs: []string{framework.SettingCRD}}))
+	os.Exit(framework.Main(eachChart{m}, &cp, framework.Options{RepoCRDs: []string{framework.SettingCRD}}))
 }
 
-// chartDir is the Rancher chart fixture.
+// chartDir is Rancher's chart of the release under test, made from its
+// rendered Deployment in ../shared/fixtures/rancher.
 func chartDir(t *testing.T) string {
 	t.Helper()
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(root, "tests", "rancher", "testdata", "rancher-chart")
+	t.Logf("Rancher %s's chart", chartVersion)
+	return framework.RancherChart(t, chartVersion)
 }
 
 // kubeconfig writes an admin kubeconfig for helm, once per test.

@@ -12,5 +12,6 @@ import (
 // runs in cattle-fleet-system (charts/fleet values.yaml
 // bootstrap.agentNamespace: empty, the system namespace).
 func TestRealFleet(t *testing.T) {
+	framework.Need(t, in)
 	framework.FleetCase(t, in, framework.FleetNamespace)
 }

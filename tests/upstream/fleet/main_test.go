@@ -18,5 +18,5 @@ import (
 var in *framework.Installation
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.Main(m, framework.Options{Fleet: framework.FleetV014}, &in))
+	os.Exit(framework.Main(m, "tests/upstream/fleet", framework.Options{}, &in))
 }

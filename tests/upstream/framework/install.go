@@ -25,10 +25,14 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	itfw "leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/upstream/releases"
 )
 
 // Options says what an Installation runs.
 type Options struct {
+	// Suite is the package's entry in package releases: the releases it
+	// runs. Main sets it, and Fleet and Rancher from it.
+	Suite releases.Suite
 	// Fleet is the Fleet release to run (FleetV013, FleetV014).
 	Fleet string
 	// Rancher runs Rancher v2.12.12 and installs Fleet as Rancher installs
@@ -105,16 +109,12 @@ func Start(opts Options) (_ *Installation, err error) {
 		}
 	}()
 	// One installation per machine at a time: Rancher binds :6666 and
-	// /tmp/log.sock whatever it is told (../shared/upstream/README.md).
+	// /tmp/log.sock whatever it is told (docs/upstream.md).
 	if in.lock, err = lockMachine(); err != nil {
 		return nil, err
 	}
-	if err := step("binaries (scripts/upstream.sh --check) and leasetune", func() (err error) {
-		need := []string{"fleet-" + opts.Fleet}
-		if opts.Rancher {
-			need = append(need, "rancher-"+RancherVersion)
-		}
-		in.Bin, err = FindBinaries(in.Dir, need...)
+	if err := step("the release folders (package releases) and leasetune", func() (err error) {
+		in.Bin, err = FindBinaries(in.Dir, opts.Suite)
 		return err
 	}); err != nil {
 		return nil, err
@@ -473,7 +473,21 @@ func Hold(in *Installation) {
 // Main is a TestMain body: it starts an installation with opts, stores it
 // in *in, runs the tests, holds it when asked (Hold), stops it, and
 // returns the exit code for os.Exit.
-func Main(m *testing.M, opts Options, in **Installation) int {
+//
+// pkg is the package's path from the repository's root, as package
+// releases names its suite. Where a release's folder is missing Main
+// starts nothing and every test skips (Need), saying what it expects.
+func Main(m *testing.M, pkg string, opts Options, in **Installation) int {
+	s, ok := releases.Of(pkg)
+	if !ok {
+		fmt.Fprintf(os.Stderr, "upstream: package releases has no suite %s\n", pkg)
+		return 1
+	}
+	opts.Suite, opts.Fleet, opts.Rancher = s, s.Fleet.Tag, s.Rancher != nil
+	if s.Missing() != "" {
+		skipped = &s
+		return m.Run()
+	}
 	i, err := Start(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -487,4 +501,16 @@ func Main(m *testing.M, opts Options, in **Installation) int {
 	}
 	i.Stop()
 	return code
+}
+
+// skipped is the suite Main found a release folder of missing.
+var skipped *releases.Suite
+
+// Need skips t, with the suite's line for it, when Main started no
+// installation because a release's folder is missing.
+func Need(t *testing.T, in *Installation) {
+	t.Helper()
+	if in == nil && skipped != nil {
+		t.Skip(skipped.SkipLine(t.Name()))
+	}
 }

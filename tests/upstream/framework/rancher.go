@@ -95,7 +95,7 @@ func RancherChart(b Binaries, dir string) (string, error) {
 // Rancher publishes it in cacerts and Fleet's agents trust it) without the
 // ingress itself, and in extraEnv what a Rancher outside a cluster needs:
 // CATTLE_DEV_MODE (no driver jail), the server URL, and no Harvester
-// feature (../shared/upstream/README.md), and where a dashboard is built
+// feature (docs/upstream.md), and where a dashboard is built
 // (scripts/dashboard.sh), that dashboard served from disk
 // (ui-offline-preferred true and ui-dashboard-path: rancher/rancher
 // v2.12.12 pkg/ui/handler.go, steve v0.6.53 pkg/ui/handler.go; the image's
@@ -138,7 +138,7 @@ func RancherValues(dir string, s RancherServer, dashboard string) (string, error
 // port + 1, rancher/rancher v2.12.12 pkg/tls/tls.go, map to them), and the pod's
 // kubeconfig (Rancher's --kubeconfig reads KUBECONFIG: rancher/rancher
 // v2.12.12 main.go). Ready when /ping answers pong (the chart's probes ask
-// /healthz on the HTTP port; /ping is what ../shared/upstream/README.md
+// /healthz on the HTTP port; /ping is what docs/upstream.md
 // found ready). The process also gets what Rancher's image sets in its
 // environment for the server (rancher/rancher v2.12.12 package/Dockerfile:
 // ENV CATTLE_SERVER_VERSION=${VERSION}, which the settings provider reads

@@ -24,7 +24,7 @@ import (
 // namespace and the API server's CA, the keys
 // k8s.io/kubernetes v1.32.13 pkg/controller/serviceaccount/
 // tokens_controller.go generateTokenIfNeeded writes. Rancher waits for
-// such Secrets (its impersonation accounts; ../shared/upstream/README.md).
+// such Secrets (its impersonation accounts; docs/upstream.md).
 // The token is a TokenRequest token valid a year (the controller's are
 // legacy tokens that never expire), as the README's workaround does.
 type TokenFiller struct {

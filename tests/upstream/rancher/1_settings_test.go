@@ -41,6 +41,7 @@ func nine() []string {
 // AgentNamespace fleetconst.ReleaseLocalNamespace for the internal
 // cluster). It leaves both Fleet triples set to 20s/15s/5s.
 func Test01Fleet(t *testing.T) {
+	framework.Need(t, in)
 	framework.FleetCase(t, in, framework.FleetLocalNamespace)
 }
 
@@ -53,6 +54,7 @@ func Test01Fleet(t *testing.T) {
 // values, and nothing in effect changes: leasetune writes no Deployment
 // and no cluster object, and nothing but Rancher itself restarts.
 func Test02RancherStartRestoresTheSettings(t *testing.T) {
+	framework.Need(t, in)
 	users := in.SettingValues(t, nine())
 	if len(users) != 9 {
 		t.Fatalf("want the nine settings before Rancher restarts, got %v", users)
@@ -109,6 +111,7 @@ func Test02RancherStartRestoresTheSettings(t *testing.T) {
 // and changes nothing; a Rancher user without the right gets 403 from
 // steve.
 func Test03SettingsAPI(t *testing.T) {
+	framework.Need(t, in)
 	ctx := context.Background()
 	code, body, err := in.Admin.Do(ctx, http.MethodGet, "/v3/settings?limit=-1", nil)
 	if err != nil || code != http.StatusOK {
@@ -272,6 +275,7 @@ func restart(t *testing.T, ns, name string) {
 // Rancher v2.12.12 builds with client-go v0.33.13, go.mod, so the leader
 // updates without reading).
 func Test04RancherLock(t *testing.T) {
+	framework.Need(t, in)
 	lock := map[string][]string{"kube-system": {"cattle-controllers"}}
 	devMode := election.Timings{LeaseDuration: 45 * time.Hour, RenewDeadline: 30 * time.Hour, RetryPeriod: 2 * time.Second}
 	if _, found := in.ContainerTriple(t, framework.RancherNamespace, framework.RancherDeployment, "rancher", election.CattlePrefix); found {
@@ -329,6 +333,7 @@ func Test04RancherLock(t *testing.T) {
 // file fetched from the endpoint), pkg/api/steve/catalog/plugin.go
 // pluginHandler (served from the cache).
 func Test05UIPlugin(t *testing.T) {
+	framework.Need(t, in)
 	ctx := context.Background()
 	gvr := framework.UIPluginGVR
 	var name, version, endpoint string

@@ -82,7 +82,7 @@ func envNames(u *unstructured.Unstructured) []string {
 // RKE2 cluster (with rkeConfig), and a cluster imported through
 // /v3/clusters (a legacy c-xxxxx name), each with the user's HTTPS_PROXY and
 // annotation; then marks each management Cluster Ready, as a connected
-// agent would (../shared/upstream/README.md), so that Rancher makes its
+// agent would (docs/upstream.md), so that Rancher makes its
 // fleet Cluster. Which object is the source, from rancher/rancher
 // v2.12.12 pkg/controllers/provisioningv2/cluster/controller.go:
 // createNewCluster (a provisioning Cluster whose name is not legacy is the
@@ -270,6 +270,7 @@ func warnings(t *testing.T, ns, name string) []string {
 // change of each fleet Cluster. Going back to the detected channel removes
 // leasetune's entries with one write of each source.
 func Test06ManagedClusters(t *testing.T) {
+	framework.Need(t, in)
 	ctx := context.Background()
 	recs := map[string]*framework.EnvRecorder{}
 	for _, gvr := range []schema.GroupVersionResource{framework.ProvisioningClusters, framework.ManagementClusters, framework.FleetClusters} {

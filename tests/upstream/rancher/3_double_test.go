@@ -27,6 +27,7 @@ import (
 // annotations of every management and fleet Cluster, and of the
 // provisioning Clusters it generates, as the real Rancher did.
 func Test07DoubleAgrees(t *testing.T) {
+	framework.Need(t, in)
 	if len(snapshot) == 0 {
 		t.Skip("case 3 (Test06ManagedClusters) did not reach its snapshot")
 	}

@@ -86,6 +86,7 @@ func (s browserSession) judge(t *testing.T) {
 // screenshots are in the test output folder (LEASETUNE_UPSTREAM_KEEP
 // keeps it).
 func Test08Dashboard(t *testing.T) {
+	framework.Need(t, in)
 	ctx := context.Background()
 	// The triples: want is valid; refused only moves the renew deadline up
 	// to the lease of a fleet Cluster's own CATTLE_ELECTION_LEASE_DURATION,

@@ -127,6 +127,7 @@ func shown(v interface{}) string {
 // the form shows the release's values: what an operator changing a
 // setting there sees. Nothing is installed or upgraded.
 func Test09AppsPage(t *testing.T) {
+	framework.Need(t, in)
 	ctx := context.Background()
 	const repoName = "leasetune-test-charts"
 	var chart struct {

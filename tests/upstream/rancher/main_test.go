@@ -20,5 +20,5 @@ import (
 var in *framework.Installation
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.Main(m, framework.Options{Rancher: true, Fleet: framework.FleetV013}, &in))
+	os.Exit(framework.Main(m, "tests/upstream/rancher", framework.Options{}, &in))
 }

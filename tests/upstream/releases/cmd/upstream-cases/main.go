@@ -1,0 +1,24 @@
+// Command upstream-cases tells `make test-upstream` which packages of the
+// suite beside the real Rancher and Fleet can run here: it prints one line
+// per case that cannot (on stderr: which variable and release it expects)
+// and the packages that can (on stdout, one a line). It builds nothing.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"leasetune.io/leasetune/tests/upstream/releases"
+)
+
+func main() {
+	for _, s := range releases.Suites {
+		if s.Missing() == "" {
+			fmt.Println("./" + s.Package)
+			continue
+		}
+		for _, c := range s.Cases {
+			fmt.Fprintln(os.Stderr, s.SkipLine(c))
+		}
+	}
+}
