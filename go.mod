@@ -3,6 +3,7 @@ module leasetune.io/leasetune
 go 1.22.0
 
 require (
+	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/evanphx/json-patch v5.6.0+incompatible
 	github.com/go-logr/logr v1.2.4
 	github.com/golang/mock v1.6.0
