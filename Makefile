@@ -74,7 +74,10 @@ test-integration:
 # folders outside the clone that variables name (LEASETUNE_RANCHER_V2_12_12,
 # LEASETUNE_FLEET_V0_13_14, LEASETUNE_FLEET_V0_14_10: tests/upstream/releases).
 # It builds none of them: a package whose folders are missing is not run,
-# and each of its cases is one skip line saying what it expects. Not part of
+# and each of its cases is one skip line saying what it expects. Each
+# package runs in a network namespace of its own (scripts/netns-run.sh):
+# the Service addresses its kube-proxy double adds, and any request Rancher
+# or Fleet makes, stay inside it. Not part of
 # `make test`; .ci/run runs it when the folders are there.
 test-upstream: ## the suite beside the real Rancher and Fleet (the binaries from the folders LEASETUNE_RANCHER_* and LEASETUNE_FLEET_* name; skips what is missing)
 	@pkgs="$$($(GO) run ./tests/upstream/releases/cmd/upstream-cases)" || exit 1; \
@@ -87,9 +90,12 @@ test-upstream: ## the suite beside the real Rancher and Fleet (the binaries from
 	    echo "test-upstream: the browser driver's packages (scripts/ui.sh deps: npm ci of ui/package-lock.json when missing) ..."; start=$$SECONDS; \
 	    scripts/ui.sh deps >/dev/null || exit 1; echo "test-upstream: ui/node_modules ready ($$((SECONDS - start))s)"; \
 	  fi; \
+	  bins="$$(mktemp -d)"; trap 'rm -rf "$$bins"' EXIT; \
 	  for pkg in $$pkgs; do \
-	    echo "test-upstream: go test -tags upstream $$pkg (each step prints a line with its duration) ..."; start=$$SECONDS; \
-	    if KUBEBUILDER_ASSETS="$$assets" $(GO) test -tags upstream -count=1 -v -timeout 40m $$pkg; then echo "test-upstream: $$pkg passed in $$((SECONDS - start))s"; \
+	    bin="$$bins/$$(basename $$pkg).test"; $(GO) test -tags upstream -c -o "$$bin" $$pkg || exit 1; \
+	    echo "test-upstream: $$pkg in a network namespace of its own (each step prints a line with its duration) ..."; start=$$SECONDS; \
+	    if (cd $$pkg && KUBEBUILDER_ASSETS="$$assets" "$$OLDPWD/scripts/netns-run.sh" "$$bin" -test.count=1 -test.v -test.timeout=40m); \
+	    then echo "test-upstream: $$pkg passed in $$((SECONDS - start))s"; \
 	    else echo "test-upstream: $$pkg failed after $$((SECONDS - start))s"; exit 1; fi; \
 	  done
 

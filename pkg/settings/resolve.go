@@ -112,6 +112,13 @@ func Remember(in Input) (string, bool) {
 	return in.Object.Value, true
 }
 
+// LeavesEnv reports whether the Setting object moves off source "env":
+// it says env while the env var is gone. Rancher v2.15's webhook refuses
+// that as an update (see Provider.replace).
+func LeavesEnv(in Input) bool {
+	return in.Object != nil && in.Object.Source == v3.SourceEnv && !in.EnvSet
+}
+
 // Desired computes the fields the Setting object of d should have, given
 // the input, as Rancher's settings provider stores them (rancher/rancher
 // v2.11.3 pkg/controllers/dashboardapi/settings/settings.go, SetAll):
@@ -150,7 +157,7 @@ func Desired(d Definition, in Input) (create *v3.Setting, patch map[string]inter
 			patch["source"] = v3.SourceEnv
 		}
 		value = in.Env
-	case o.Source == v3.SourceEnv:
+	case LeavesEnv(in):
 		// The env var was removed: the setting is writable again, and the
 		// user's own value comes back.
 		patch["source"] = ""

@@ -123,6 +123,26 @@ func TestDesired(t *testing.T) {
 	}
 }
 
+// TestLeavesEnv: only an object on source env whose env var is gone moves
+// off env (the write Rancher v2.15's webhook refuses as an update).
+func TestLeavesEnv(t *testing.T) {
+	for name, c := range map[string]struct {
+		in   Input
+		want bool
+	}{
+		"env removed":                     {Input{Object: obj("4s", "10s", "env", false), Remembered: "5s", RememberedSet: true}, true},
+		"env removed, nothing remembered": {Input{Object: obj("4s", "10s", "env", false)}, true},
+		"env still set":                   {Input{Object: obj("4s", "10s", "env", false), Env: "4s", EnvSet: true}, false},
+		"env set, object not yet env":     {Input{Object: obj("5s", "10s", "", false), Env: "4s", EnvSet: true}, false},
+		"no env":                          {Input{Object: obj("5s", "10s", "", false)}, false},
+		"missing object":                  {Input{Remembered: "5s", RememberedSet: true}, false},
+	} {
+		if got := LeavesEnv(c.in); got != c.want {
+			t.Errorf("%s: LeavesEnv = %v, want %v", name, got, c.want)
+		}
+	}
+}
+
 func TestStateRoundTrip(t *testing.T) {
 	s := State{
 		Values:    map[string]string{retryDef.Name: "5s", "fleet-leader-election-lease-duration": ""},

@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 )
 
 // restored names a Setting object restore created again, and the value it
@@ -37,7 +39,14 @@ func (p *Provider) restore(inputs map[string]Input) ([]restored, error) {
 			}
 			continue
 		}
-		if _, patch := Desired(d, in); patch != nil {
+		_, patch := Desired(d, in)
+		switch {
+		case patch == nil:
+		case LeavesEnv(in):
+			if err := p.replace(in.Object, patch); err != nil {
+				return out, err
+			}
+		default:
 			if err := p.patch(d.Name, patch); err != nil {
 				return out, err
 			}
@@ -77,6 +86,43 @@ func (p *Provider) create(d Definition, in Input) (bool, error) {
 	}
 	p.log.Info("setting created", "setting", d.Name, "value", obj.Value, "source", obj.Source)
 	return true, nil
+}
+
+// replace writes patch to the Setting obj by deleting obj (only that
+// object: its UID and resourceVersion as preconditions) and creating it
+// again with the patch applied. rancher-webhook v0.11.0 (Rancher v2.15.0)
+// refuses any update that moves a Setting off source "env" (rancher/webhook
+// v0.11.0 pkg/resources/management.cattle.io/v3/setting/validator.go,
+// admitUpdate) and checks nothing on delete or, for these names, on
+// create. A changed or deleted object is left to the next sync.
+func (p *Provider) replace(obj *v3.Setting, patch map[string]interface{}) error {
+	next := &v3.Setting{Value: obj.Value, Default: obj.Default, Source: obj.Source}
+	next.Name, next.Labels, next.Annotations = obj.Name, obj.Labels, obj.Annotations
+	for k, v := range patch {
+		switch k {
+		case "value":
+			next.Value = v.(string)
+		case "default":
+			next.Default = v.(string)
+		case "source":
+			next.Source = v.(string)
+		case "customized":
+			next.Customized = v.(bool)
+		}
+	}
+	uid, rv := obj.UID, obj.ResourceVersion
+	err := p.opts.Settings.Delete(obj.Name, &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // changed or deleted meanwhile: the next sync looks again
+	}
+	if err != nil {
+		return fmt.Errorf("delete setting %s to leave source env: %w", obj.Name, err)
+	}
+	if _, err := p.opts.Settings.Create(next); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create setting %s again without source env: %w", obj.Name, err)
+	}
+	p.log.Info("setting created again without source env", "setting", obj.Name, "value", next.Value)
+	return nil
 }
 
 // patch applies a JSON merge patch to the Setting called name.

@@ -346,6 +346,26 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 		}
 		return false
 	})
+	// A Setting left on source env (an env override since removed from
+	// leasetune's Deployment) is made the user's again with these rights,
+	// past the double of Rancher v2.15.0's webhook, which refuses that as
+	// an update: leasetune deletes it and creates it again.
+	wh := cp.StartRancherWebhook(t)
+	if _, err := dyn.Resource(settingsGVR).Patch(ctx, "fleet-leader-election-retry-period", types.MergePatchType,
+		[]byte(`{"source":"env","value":"9s"}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "the Setting off source env, with the user's value", func() bool {
+		u, err := dyn.Resource(settingsGVR).Get(ctx, "fleet-leader-election-retry-period", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		src, _ := u.Object["source"].(string)
+		return src == "" && u.Object["value"] == "4s"
+	})
+	for _, a := range wh.Refused() {
+		t.Errorf("rancher-webhook refused the %s of %s by %s: %s", a.Operation, a.Name, a.User, a.Message)
+	}
 	// A field someone else added to its status is removed with those
 	// rights too (a JSON patch of the status subresource, after the apply).
 	if _, err := dyn.Resource(statusGVR).Patch(ctx, electionstatus.Name, types.MergePatchType,

@@ -125,8 +125,12 @@ func TestDeletionAcrossRestartLosesNothing(t *testing.T) {
 	r2.assertNotifiedValid(t)
 }
 
+// TestEnvOverride runs beside the double of rancher-webhook v0.11.0's
+// Setting rules (Rancher v2.15.0), which refuses an update that moves a
+// Setting off source env: every write leasetune makes passes them.
 func TestEnvOverride(t *testing.T) {
 	resetSettings(t)
+	wh := cp.StartRancherWebhook(t)
 	ns := cp.Namespace(t)
 	r := startProvider(t, ns, nil)
 	setValue(t, retry, "5s")
@@ -157,6 +161,9 @@ func TestEnvOverride(t *testing.T) {
 		s := getSetting(t, retry)
 		return s.Source == "" && s.Value == "5s" && r3.effectiveIs(settings.FleetController, tm("30s", "25s", "5s"))
 	})
+	for _, a := range wh.Refused() {
+		t.Errorf("rancher-webhook refused the %s of %s: %s", a.Operation, a.Name, a.Message)
+	}
 }
 
 func TestInvalidValuesAreRefused(t *testing.T) {

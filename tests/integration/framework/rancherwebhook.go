@@ -1,0 +1,108 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"leasetune.io/leasetune/tests/rancher"
+)
+
+// RancherWebhook is the double of rancher-webhook v0.11.0's Setting rules
+// (tests/rancher SettingWebhook) served on loopback and registered with
+// the kube-apiserver as Rancher v2.15.0 registers it; it keeps every answer
+// it gave.
+type RancherWebhook struct {
+	mu      sync.Mutex
+	answers []WebhookAnswer
+}
+
+// WebhookAnswer is one admission request and its answer.
+type WebhookAnswer struct {
+	Operation, Name, User string
+	Allowed               bool
+	Message               string
+}
+
+// Refused returns the answers that refused a request.
+func (w *RancherWebhook) Refused() []WebhookAnswer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []WebhookAnswer
+	for _, a := range w.answers {
+		if !a.Allowed {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Answers returns every answer so far.
+func (w *RancherWebhook) Answers() []WebhookAnswer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]WebhookAnswer(nil), w.answers...)
+}
+
+func (w *RancherWebhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	var review admissionv1.AdmissionReview
+	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
+		http.Error(rw, "not an AdmissionReview", http.StatusBadRequest)
+		return
+	}
+	resp := rancher.SettingWebhook{}.Admit(review.Request)
+	a := WebhookAnswer{Operation: string(review.Request.Operation), Name: review.Request.Name,
+		User: review.Request.UserInfo.Username, Allowed: resp.Allowed}
+	if resp.Result != nil {
+		a.Message = resp.Result.Message
+	}
+	w.mu.Lock()
+	w.answers = append(w.answers, a)
+	w.mu.Unlock()
+	review.Request, review.Response = nil, resp
+	rw.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(rw).Encode(&review)
+}
+
+// StartRancherWebhook serves the double and registers it until t ends; it
+// returns once the kube-apiserver calls it.
+func (c *ControlPlane) StartRancherWebhook(t testing.TB) *RancherWebhook {
+	t.Helper()
+	w := &RancherWebhook{}
+	srv := httptest.NewTLSServer(w)
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	url := srv.URL + "/v1/webhook/validation/settings.management.cattle.io"
+	vwc := rancher.SettingWebhookConfiguration(admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca})
+	vwcs := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	ctx := context.Background()
+	_ = vwcs.Delete(ctx, vwc.Name, metav1.DeleteOptions{})
+	if _, err := vwcs.Create(ctx, vwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = vwcs.Delete(context.Background(), vwc.Name, metav1.DeleteOptions{}) })
+	// A dry-run create reaches the webhook (side effects None) and stores
+	// nothing.
+	probe := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "management.cattle.io/v3", "kind": "Setting", "metadata": map[string]interface{}{"name": "rancher-webhook-probe"}}}
+	res := dynamic.NewForConfigOrDie(c.Config).Resource(schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"})
+	Eventually(t, "the kube-apiserver calls the rancher-webhook double", func() bool {
+		_, _ = res.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return len(w.Answers()) > 0
+	})
+	w.mu.Lock()
+	w.answers = nil
+	w.mu.Unlock()
+	return w
+}
