@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
 )
 
 // checkOptions are the options of `leasetune check`.
@@ -96,9 +97,20 @@ func (o *checkOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Run validates the triple and prints its cost (check).
+// Run validates the triple and prints its cost (check), then a note for
+// each value written in a way Fleet v0.16's chart refuses.
 func (o *checkOptions) Run(context.Context) error {
-	return check(o.out, o.errOut, o.timings, o.followers.value)
+	if err := check(o.out, o.errOut, o.timings, o.followers.value); err != nil {
+		return err
+	}
+	for i, v := range []onceString{o.lease, o.renew, o.retry} {
+		key := "leaderElection." + []string{"leaseDuration", "renewDeadline", "retryPeriod"}[i]
+		if fleet.ChartDurationError(key, v.value) != nil {
+			fmt.Fprintf(o.out, "note: %q is valid for wrangler and client-go, but as %s in Fleet's chart values (rancher-config's fleet key) Fleet v0.16's values schema refuses it (%s): write it as %s\n",
+				v.value, key, fleet.ChartDurationPattern, election.FormatDuration(o.timings.Get(election.Fields[i])))
+		}
+	}
+	return nil
 }
 
 // check validates t and prints either its cost to stdout or one line per

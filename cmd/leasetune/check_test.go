@@ -30,6 +30,15 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
+			name: "a spelling Fleet v0.16's chart refuses: a note, still valid",
+			args: []string{"check", "--lease-duration", "30s", "--renew-deadline", "25000ms", "--retry-period", "+10s"},
+			code: 0,
+			stdout: []string{
+				"valid: leaseDuration=30s renewDeadline=25s retryPeriod=10s",
+				"note: \"+10s\" is valid for wrangler and client-go, but as leaderElection.retryPeriod in Fleet's chart values (rancher-config's fleet key) Fleet v0.16's values schema refuses it (^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$): write it as 10s\n",
+			},
+		},
+		{
 			name:   "wrangler defaults with 2 followers",
 			args:   []string{"check", "--lease-duration=45s", "--renew-deadline=30s", "--retry-period=2s", "--followers=2"},
 			code:   0,

@@ -197,6 +197,7 @@ func rancherConfig(snap *inventory.Snapshot, triples map[settings.Component]sett
 	if _, _, err := fleetsettings.MergeChartValues(doc, ctrl.Effective, ctrl.HasEffective, agent.Effective, agent.HasEffective); err != nil {
 		out.Problem = err.Error()
 	}
+	out.SchemaProblems = fleetsettings.ChartValueProblems(doc)
 	var values map[string]interface{}
 	if yaml.Unmarshal([]byte(doc), &values) != nil {
 		return out

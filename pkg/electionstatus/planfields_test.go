@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -63,5 +64,32 @@ func TestComputeWhatAPlanNeeds(t *testing.T) {
 	d.Status.UpdatedReplicas = 3
 	if st := Compute(snap, triples, Options{}); st.Rancher.WriteProblem != "" {
 		t.Errorf("settled: write problem %q", st.Rancher.WriteProblem)
+	}
+}
+
+// TestComputeReportsFleetV016SchemaProblems: a rancher-config fleet value
+// Fleet v0.16's values schema refuses is named, with its key and the
+// pattern, in the status; none for values it accepts.
+func TestComputeReportsFleetV016SchemaProblems(t *testing.T) {
+	triples, err := settings.Snapshot(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for doc, want := range map[string]int{
+		"agent:\n  leaderElection:\n    retryPeriod: 10 s\n": 1,
+		"leaderElection:\n  leaseDuration: 30\n  retryPeriod: +10s\n": 2,
+		"leaderElection:\n  retryPeriod: 10s\n":                      0,
+	} {
+		snap := &inventory.Snapshot{Options: inventory.Options{RancherNamespace: "cattle-system"},
+			RancherConfig: &corev1.ConfigMap{Data: map[string]string{"fleet": doc}}}
+		st := Compute(snap, triples, Options{})
+		if len(st.RancherConfig.SchemaProblems) != want {
+			t.Errorf("%q: schema problems %q, want %d", doc, st.RancherConfig.SchemaProblems, want)
+		}
+		for _, p := range st.RancherConfig.SchemaProblems {
+			if !strings.Contains(p, "leaderElection.") || !strings.Contains(p, fleet.ChartDurationPattern) {
+				t.Errorf("%q: %q names no key or no pattern", doc, p)
+			}
+		}
 	}
 }

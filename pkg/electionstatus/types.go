@@ -146,6 +146,10 @@ type RancherConfig struct {
 	Agent      *Triple `json:"agent,omitempty"`
 	// Problem says why leasetune leaves it as it is ("": none).
 	Problem string `json:"problem,omitempty"`
+	// SchemaProblems are its values Fleet v0.16's chart refuses
+	// (fleetsettings.ChartValueProblems): Rancher's install or upgrade of
+	// that Fleet fails on them.
+	SchemaProblems []string `json:"schemaProblems,omitempty"`
 }
 
 // Rancher is the Rancher Deployment.

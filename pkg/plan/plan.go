@@ -196,13 +196,19 @@ func (r *Report) planRancherConfig(ctrl, agent settings.ComponentStatus) {
 	}
 	ns := r.snap.Options.RancherNamespace
 	merged, changed, err := fleetsettings.MergeChartValues(cm.Data[fleetsettings.RancherConfigKey], ctrl.Effective, ctrl.HasEffective, agent.Effective, agent.HasEffective)
+	after := cm.Data[fleetsettings.RancherConfigKey]
 	switch {
 	case err != nil:
 		r.LeftAlone = append(r.LeftAlone, "ConfigMap "+ns+"/rancher-config: "+err.Error())
 	case changed:
+		after = merged
 		r.Changes = append(r.Changes, Change{Object: "ConfigMap " + ns + "/rancher-config",
 			Field: "data.fleet (leaderElection.*, agent.leaderElection.*)", Old: "…", New: "\n" + merged,
 			Restarts: "nothing now; Rancher's next Fleet chart upgrade keeps these values"})
+	}
+	// What stays after the writes and Fleet v0.16's chart refuses.
+	for _, p := range fleetsettings.ChartValueProblems(after) {
+		r.LeftAlone = append(r.LeftAlone, "ConfigMap "+ns+"/rancher-config: "+p)
 	}
 }
 

@@ -149,3 +149,28 @@ Lock requests per hour (client-go before v0.30, one replica per Fleet process): 
 		t.Errorf("%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// TestRancherConfigFleetV016Schema: a rancher-config value Fleet v0.16's
+// chart refuses is rewritten by leasetune's write of that triple, and is
+// reported where leasetune leaves the document alone.
+func TestRancherConfigFleetV016Schema(t *testing.T) {
+	withConfig := func(doc string) *inventory.Snapshot {
+		s := snapshotWith(nil)
+		s.RancherConfig = &corev1.ConfigMap{Data: map[string]string{"fleet": doc}}
+		return s
+	}
+	r := FromSnapshot(withConfig("agent:\n  leaderElection:\n    leaseDuration: 30s\n    renewDeadline: 25s\n    retryPeriod: +10s\n"), nil)
+	if len(r.LeftAlone) != 0 || len(r.Changes) != 1 || !strings.Contains(r.Changes[0].New, "retryPeriod: 10s") {
+		t.Errorf("a refused value leasetune writes over: changes %+v, left alone %q", r.Changes, r.LeftAlone)
+	}
+	r = FromSnapshot(withConfig("leaderElection: &le\n  retryPeriod: +10s\nagent:\n  leaderElection: *le\n"), nil)
+	var schema int
+	for _, l := range r.LeftAlone {
+		if strings.Contains(l, "leaderElection.retryPeriod: \"+10s\" is not what Fleet v0.16's chart accepts") && strings.Contains(l, fleet.ChartDurationPattern) {
+			schema++
+		}
+	}
+	if len(r.Changes) != 0 || schema != 2 {
+		t.Errorf("a document leasetune leaves alone: changes %+v, left alone %q; want both refused values named", r.Changes, r.LeftAlone)
+	}
+}

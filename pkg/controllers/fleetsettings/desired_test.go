@@ -249,3 +249,32 @@ agent:
 		}
 	}
 }
+
+// TestChartValuesFleetV016Schema: a value that parses to the right duration
+// but fails Fleet v0.16's values schema is reported, and leasetune's merge
+// rewrites it (it is not kept as written), after which nothing is reported.
+func TestChartValuesFleetV016Schema(t *testing.T) {
+	doc := "leaderElection:\n  leaseDuration: +30s\n  renewDeadline: 25s\n  retryPeriod: 10s\nagent:\n  leaderElection:\n    leaseDuration: 30s\n    renewDeadline: .25e2s\n    retryPeriod: 10\n"
+	got := ChartValueProblems(doc)
+	want := []string{"leaderElection.leaseDuration: \"+30s\"", "agent.leaderElection.renewDeadline: \".25e2s\"", "agent.leaderElection.retryPeriod: 10 "}
+	if len(got) != len(want) {
+		t.Fatalf("problems %q, want %d", got, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(got[i], w) || !strings.Contains(got[i], "rancher-config fleet ") {
+			t.Errorf("problem %d %q lacks %q", i, got[i], w)
+		}
+	}
+	out, changed, err := MergeChartValues(doc, election.FleetDefaults, true, election.FleetDefaults, true)
+	if err != nil || !changed {
+		t.Fatalf("merge: changed=%v err=%v", changed, err)
+	}
+	if p := ChartValueProblems(out); len(p) != 0 {
+		t.Errorf("after leasetune's merge: %q\n%s", p, out)
+	}
+	for _, doc := range []string{"", "leaderElection:\n  retryPeriod: 1m30s\n", "agent: {leaderElection: {retryPeriod: 0}}\n", "[not, a, mapping]\n"} {
+		if p := ChartValueProblems(doc); len(p) != 0 {
+			t.Errorf("%q: %q", doc, p)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
 )
 
 // Rancher keeps the values it installs the Fleet chart with under this key
@@ -160,7 +161,8 @@ func child(m *yaml.Node, key string) (*yaml.Node, error) {
 }
 
 // setTriple sets the three duration keys of m to t, keeping a key whose
-// value already parses to the right duration; it reports a change. A value
+// value already parses to the right duration and passes Fleet v0.16's
+// values schema; it reports a change. A value
 // to change that is a YAML anchor or alias is an error: other keys may
 // share it, so changing it would change them too.
 func setTriple(m *yaml.Node, t election.Timings) (bool, error) {
@@ -174,7 +176,9 @@ func setTriple(m *yaml.Node, t election.Timings) (bool, error) {
 			}
 			found = true
 			v := m.Content[j+1]
-			if d, err := election.ParseDuration(f, v.Value); err == nil && v.Kind == yaml.ScalarNode && d == t.Get(f) {
+			// Kept as written only where Fleet v0.16's chart accepts it too.
+			if d, err := election.ParseDuration(f, v.Value); err == nil && v.Kind == yaml.ScalarNode && d == t.Get(f) &&
+				fleet.ChartDurationError(valueKeys[i], v.Value) == nil {
 				continue
 			}
 			if v.Anchor != "" || v.Kind == yaml.AliasNode {
@@ -191,4 +195,32 @@ func setTriple(m *yaml.Node, t election.Timings) (bool, error) {
 		}
 	}
 	return changed, nil
+}
+
+// ChartValueProblems lists the leaderElection.* and agent.leaderElection.*
+// values of rancher-config's fleet document doc that Fleet v0.16's values
+// schema refuses (fleet.ChartDurationError), each naming the key, the value
+// and the pattern; none when doc is not a YAML mapping (MergeChartValues
+// says so).
+func ChartValueProblems(doc string) []string {
+	var values map[string]interface{}
+	if yaml.Unmarshal([]byte(doc), &values) != nil {
+		return nil
+	}
+	var out []string
+	check := func(prefix string, m map[string]interface{}) {
+		le, _ := m["leaderElection"].(map[string]interface{})
+		for _, k := range valueKeys {
+			if v, ok := le[k]; ok {
+				if err := fleet.ChartDurationError(prefix+"leaderElection."+k, v); err != nil {
+					out = append(out, RancherConfigName+" "+RancherConfigKey+" "+err.Error())
+				}
+			}
+		}
+	}
+	check("", values)
+	if ag, ok := values["agent"].(map[string]interface{}); ok {
+		check("agent.", ag)
+	}
+	return out
 }
