@@ -90,6 +90,7 @@ test-upstream: ## the suite beside the real Rancher and Fleet (the binaries from
 	    echo "test-upstream: the browser driver's packages (scripts/ui.sh deps: npm ci of ui/package-lock.json when missing) ..."; start=$$SECONDS; \
 	    scripts/ui.sh deps >/dev/null || exit 1; echo "test-upstream: ui/node_modules ready ($$((SECONDS - start))s)"; \
 	  fi; \
+	  $(GO) build -o /dev/null ./cmd/leasetune || exit 1; \
 	  bins="$$(mktemp -d)"; trap 'rm -rf "$$bins"' EXIT; \
 	  for pkg in $$pkgs; do \
 	    bin="$$bins/$$(basename $$pkg).test"; $(GO) test -tags upstream -c -o "$$bin" $$pkg || exit 1; \

@@ -230,6 +230,9 @@ func (p *Provider) sync(ctx context.Context) error {
 		}
 		inputs[d.Name] = in
 	}
+	if err := p.adoptLeavingEnv(ctx, inputs); err != nil {
+		return err
+	}
 	restored, err := p.restore(inputs)
 	p.reportRestored(restored)
 	if err != nil {
@@ -285,6 +288,40 @@ func (p *Provider) sync(ctx context.Context) error {
 			p.opts.Namespace, p.opts.StateName)
 	}
 	p.synced.Store(true)
+	return nil
+}
+
+// adoptLeavingEnv stores as the users' values those of the objects that
+// leave source env with no user value remembered (AdoptOnLeavingEnv), before
+// restore replaces them, and marks them remembered in inputs.
+func (p *Provider) adoptLeavingEnv(ctx context.Context, inputs map[string]Input) error {
+	adopted := map[string]string{}
+	for name, in := range inputs {
+		if v, ok := AdoptOnLeavingEnv(in); ok {
+			adopted[name] = v
+		}
+	}
+	if len(adopted) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	next := p.state.clone()
+	for name, v := range adopted {
+		next.Values[name] = v
+	}
+	p.mu.Unlock()
+	stored, err := p.persist(ctx, next)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.state = stored
+	p.mu.Unlock()
+	for name := range adopted {
+		in := inputs[name]
+		in.Remembered, in.RememberedSet = stored.Values[name]
+		inputs[name] = in
+	}
 	return nil
 }
 

@@ -119,6 +119,18 @@ func LeavesEnv(in Input) bool {
 	return in.Object != nil && in.Object.Source == v3.SourceEnv && !in.EnvSet
 }
 
+// AdoptOnLeavingEnv returns the value to remember as the user's before an
+// object leaves source env, when none is remembered: the value it holds,
+// which Desired keeps (as Rancher's provider did, the env value stays when
+// the user never set one). Remembered first, it holds while the object is
+// replaced (deleted and created again) and after a create that failed.
+func AdoptOnLeavingEnv(in Input) (string, bool) {
+	if !LeavesEnv(in) || in.RememberedSet {
+		return "", false
+	}
+	return in.Object.Value, true
+}
+
 // Desired computes the fields the Setting object of d should have, given
 // the input, as Rancher's settings provider stores them (rancher/rancher
 // v2.11.3 pkg/controllers/dashboardapi/settings/settings.go, SetAll):

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 )
@@ -42,7 +43,7 @@ func (p *Provider) restore(inputs map[string]Input) ([]restored, error) {
 		_, patch := Desired(d, in)
 		switch {
 		case patch == nil:
-		case LeavesEnv(in):
+		case LeavesEnv(in) && replaceable(in.Object):
 			if err := p.replace(in.Object, patch); err != nil {
 				return out, err
 			}
@@ -88,6 +89,14 @@ func (p *Provider) create(d Definition, in Input) (bool, error) {
 	return true, nil
 }
 
+// replaceable reports whether restore may delete obj and create it again:
+// not when it is being deleted, or carries finalizers or owner references,
+// which a new object would not have (their controllers would see it
+// deleted). Those are patched, as on Rancher before v2.15.
+func replaceable(obj *v3.Setting) bool {
+	return obj.DeletionTimestamp == nil && len(obj.Finalizers) == 0 && len(obj.OwnerReferences) == 0
+}
+
 // replace writes patch to the Setting obj by deleting obj (only that
 // object: its UID and resourceVersion as preconditions) and creating it
 // again with the patch applied. rancher-webhook v0.11.0 (Rancher v2.15.0)
@@ -118,7 +127,17 @@ func (p *Provider) replace(obj *v3.Setting, patch map[string]interface{}) error 
 	if err != nil {
 		return fmt.Errorf("delete setting %s to leave source env: %w", obj.Name, err)
 	}
-	if _, err := p.opts.Settings.Create(next); err != nil && !apierrors.IsAlreadyExists(err) {
+	// A create that fails after the delete is retried here, then by the
+	// next sync, which creates the object from the value adoptLeavingEnv
+	// remembered.
+	err = retry.OnError(retry.DefaultBackoff, func(err error) bool { return !apierrors.IsAlreadyExists(err) }, func() error {
+		_, err := p.opts.Settings.Create(next)
+		return err
+	})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil // another writer made it: the next sync looks at it
+	case err != nil:
 		return fmt.Errorf("create setting %s again without source env: %w", obj.Name, err)
 	}
 	p.log.Info("setting created again without source env", "setting", obj.Name, "value", next.Value)

@@ -51,7 +51,8 @@ type setting struct {
 	Source            string `json:"source"`
 }
 
-// Admit answers one admission request as rancher-webhook v0.11.0 does.
+// Admit answers one admission request as rancher-webhook v0.11.0 does; nil
+// where it fails (see below).
 func (SettingWebhook) Admit(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	allowed := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	if req.UserInfo.Username == webhookSudo && slices.Contains(req.UserInfo.Groups, "system:masters") {
@@ -60,12 +61,12 @@ func (SettingWebhook) Admit(req *admissionv1.AdmissionRequest) *admissionv1.Admi
 	if req.Operation != admissionv1.Update {
 		return allowed
 	}
+	// Admit returns an error for a request it cannot decode ("failed to get
+	// Setting from request"), which the webhook serves as a failure and the
+	// kube-apiserver, with FailurePolicy Ignore, lets through: nil here.
 	var oldS, newS setting
-	if err := json.Unmarshal(req.OldObject.Raw, &oldS); err != nil {
-		return badRequest(req, fmt.Sprintf("failed to get Setting from request: %v", err))
-	}
-	if err := json.Unmarshal(req.Object.Raw, &newS); err != nil {
-		return badRequest(req, fmt.Sprintf("failed to get Setting from request: %v", err))
+	if json.Unmarshal(req.OldObject.Raw, &oldS) != nil || json.Unmarshal(req.Object.Raw, &newS) != nil {
+		return nil
 	}
 	if oldS.Source == "env" && newS.Source != "env" {
 		return badRequest(req, fmt.Sprintf("setting with source \"%s\" cannot update setting with source \"env\"", newS.Source))

@@ -32,7 +32,8 @@ func TestFixtureVersions(t *testing.T) {
 		{"v0.12.0", fleet.ChannelNoElection, nil}, // the v0.10-v0.11 behaviour, on the nearest CRD
 		{"v0.9.9", fleet.ChannelFixedV090, nil},   // v0.9.0 reads no env
 		{"v0.14.10", fleet.ChannelAgentManagement, nil},
-		{"v0.16-dev", fleet.ChannelAgentManagement, nil},
+		{"v0.15.6", fleet.ChannelAgentManagement, nil},
+		{"v0.16.1", fleet.ChannelAgentManagement, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.version+"/"+string(c.channel), func(t *testing.T) {

@@ -149,7 +149,7 @@ func diff(before, after world) (changes []change, written []string) {
 // Clusters: p1 (no overrides) and edge (a retry-period override; reported
 // where Fleet renders the election names).
 func TestPlanSetPredictsWhatTheControllerWrites(t *testing.T) {
-	for _, v := range []string{fleetV09, "v0.12.0", fleetV014, "v0.16-dev"} {
+	for _, v := range []string{fleetV09, "v0.12.0", fleetV014, "v0.15.6", "v0.16.1"} {
 		t.Run(v, func(t *testing.T) { planSetMatches(t, v) })
 	}
 }

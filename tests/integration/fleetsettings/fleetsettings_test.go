@@ -113,7 +113,7 @@ func resourceVersions(t *testing.T, ns string) string {
 // makes exactly one write, so one rollout, per Deployment.
 func TestOneChangeOneWritePerDeployment(t *testing.T) {
 	e := newEnv(t)
-	before := cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.16-dev"))
+	before := cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.16.1"))
 	triples := newTriples(election.FleetDefaults, election.FleetDefaults)
 	r := start(t, e, triples, "")
 	base := r.writes.Settle(t, nil)
@@ -183,7 +183,7 @@ func TestMissingDeploymentsConvergeWhenTheyAppear(t *testing.T) {
 // the env too; a look-alike without the label does not.
 func TestShards(t *testing.T) {
 	e := newEnv(t)
-	ds := framework.FleetDeployments(t, "v0.16-dev")
+	ds := framework.FleetDeployments(t, "v0.16.1")
 	var extra []*appsv1.Deployment
 	for _, d := range ds {
 		s := d.DeepCopy()

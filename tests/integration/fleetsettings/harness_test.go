@@ -29,14 +29,15 @@ import (
 )
 
 // versions are the Fleet releases of the fixtures.
-var versions = []string{"v0.9.9", "v0.12.0", "v0.14.10", "v0.16-dev"}
+var versions = []string{"v0.9.9", "v0.12.0", "v0.14.10", "v0.15.6", "v0.16.1"}
 
 // wantChannel is the agent channel each fixture must be detected as.
 var wantChannel = map[string]fleet.AgentChannel{
-	"v0.9.9":    fleet.ChannelClusterEnvV09,
-	"v0.12.0":   fleet.ChannelFixedV012,
-	"v0.14.10":  fleet.ChannelAgentManagement,
-	"v0.16-dev": fleet.ChannelAgentManagement,
+	"v0.9.9":   fleet.ChannelClusterEnvV09,
+	"v0.12.0":  fleet.ChannelFixedV012,
+	"v0.14.10": fleet.ChannelAgentManagement,
+	"v0.15.6":  fleet.ChannelAgentManagement,
+	"v0.16.1":  fleet.ChannelAgentManagement,
 }
 
 // staticTriples is a settable settings.Triples.

@@ -55,36 +55,59 @@ func (w *RancherWebhook) Answers() []WebhookAnswer {
 	return append([]WebhookAnswer(nil), w.answers...)
 }
 
-func (w *RancherWebhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	var review admissionv1.AdmissionReview
-	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
-		http.Error(rw, "not an AdmissionReview", http.StatusBadRequest)
-		return
-	}
-	resp := rancher.SettingWebhook{}.Admit(review.Request)
-	a := WebhookAnswer{Operation: string(review.Request.Operation), Name: review.Request.Name,
-		User: review.Request.UserInfo.Username, Allowed: resp.Allowed}
-	if resp.Result != nil {
-		a.Message = resp.Result.Message
-	}
-	w.mu.Lock()
-	w.answers = append(w.answers, a)
-	w.mu.Unlock()
-	review.Request, review.Response = nil, resp
-	rw.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(rw).Encode(&review)
-}
-
 // StartRancherWebhook serves the double and registers it until t ends; it
 // returns once the kube-apiserver calls it.
 func (c *ControlPlane) StartRancherWebhook(t testing.TB) *RancherWebhook {
 	t.Helper()
 	w := &RancherWebhook{}
-	srv := httptest.NewTLSServer(w)
+	c.ServeSettingWebhook(t, rancher.SettingWebhookConfiguration, func(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		resp := rancher.SettingWebhook{}.Admit(req)
+		a := WebhookAnswer{Operation: string(req.Operation), Name: req.Name, User: req.UserInfo.Username, Allowed: resp == nil || resp.Allowed}
+		if resp != nil && resp.Result != nil {
+			a.Message = resp.Result.Message
+		}
+		w.mu.Lock()
+		w.answers = append(w.answers, a)
+		w.mu.Unlock()
+		return resp
+	})
+	w.mu.Lock()
+	w.answers = nil // the probe's
+	w.mu.Unlock()
+	return w
+}
+
+// ServeSettingWebhook serves admit on loopback (TLS) as a validating
+// webhook of Settings, registers the configuration config makes for it
+// until t ends, and returns once the kube-apiserver calls it (a dry-run
+// create of a Setting, which stores nothing; admit sees it). An admit that
+// returns nil answers HTTP 500, as a webhook that fails does.
+func (c *ControlPlane) ServeSettingWebhook(t testing.TB, config func(admissionregistrationv1.WebhookClientConfig) *admissionregistrationv1.ValidatingWebhookConfiguration,
+	admit func(*admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) {
+	t.Helper()
+	var called sync.Once
+	seen := make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var review admissionv1.AdmissionReview
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
+			http.Error(rw, "not an AdmissionReview", http.StatusBadRequest)
+			return
+		}
+		called.Do(func() { close(seen) })
+		resp := admit(review.Request)
+		if resp == nil {
+			http.Error(rw, "the webhook failed", http.StatusInternalServerError)
+			return
+		}
+		resp.UID = review.Request.UID
+		review.Request, review.Response = nil, resp
+		rw.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(rw).Encode(&review)
+	}))
 	t.Cleanup(srv.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	url := srv.URL + "/v1/webhook/validation/settings.management.cattle.io"
-	vwc := rancher.SettingWebhookConfiguration(admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca})
+	vwc := config(admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca})
 	vwcs := c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	ctx := context.Background()
 	_ = vwcs.Delete(ctx, vwc.Name, metav1.DeleteOptions{})
@@ -92,17 +115,16 @@ func (c *ControlPlane) StartRancherWebhook(t testing.TB) *RancherWebhook {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = vwcs.Delete(context.Background(), vwc.Name, metav1.DeleteOptions{}) })
-	// A dry-run create reaches the webhook (side effects None) and stores
-	// nothing.
 	probe := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "management.cattle.io/v3", "kind": "Setting", "metadata": map[string]interface{}{"name": "rancher-webhook-probe"}}}
+		"apiVersion": "management.cattle.io/v3", "kind": "Setting", "metadata": map[string]interface{}{"name": "webhook-probe"}}}
 	res := dynamic.NewForConfigOrDie(c.Config).Resource(schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"})
-	Eventually(t, "the kube-apiserver calls the rancher-webhook double", func() bool {
+	Eventually(t, "the kube-apiserver calls the webhook "+vwc.Name, func() bool {
 		_, _ = res.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return len(w.Answers()) > 0
+		select {
+		case <-seen:
+			return true
+		default:
+			return false
+		}
 	})
-	w.mu.Lock()
-	w.answers = nil
-	w.mu.Unlock()
-	return w
 }

@@ -37,6 +37,9 @@ func (r Release) Dir() (string, error) {
 	if dir == "" {
 		return "", fmt.Errorf("%s unset (a folder with %s %s's %s)", r.Env(), r.Repo, r.Tag, strings.Join(r.Contains, ", "))
 	}
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("%s=%s is not an absolute path (the tests run in their package's folder)", r.Env(), dir)
+	}
 	var missing []string
 	for _, p := range r.Contains {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {

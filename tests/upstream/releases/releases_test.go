@@ -36,6 +36,10 @@ func TestDir(t *testing.T) {
 		!strings.Contains(err.Error(), "rancher/fleet v0.14.10") || !strings.Contains(err.Error(), "bin/fleetagent") {
 		t.Errorf("unset: %v", err)
 	}
+	t.Setenv(r.Env(), "builds/fleet")
+	if _, err := r.Dir(); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+		t.Errorf("a relative path: %v", err)
+	}
 	dir := t.TempDir()
 	t.Setenv(r.Env(), dir)
 	for i, p := range r.Contains {
