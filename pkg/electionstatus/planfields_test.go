@@ -76,9 +76,9 @@ func TestComputeReportsFleetV016SchemaProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 	for doc, want := range map[string]int{
-		"agent:\n  leaderElection:\n    retryPeriod: 10 s\n": 1,
+		"agent:\n  leaderElection:\n    retryPeriod: 10 s\n":          1,
 		"leaderElection:\n  leaseDuration: 30\n  retryPeriod: +10s\n": 2,
-		"leaderElection:\n  retryPeriod: 10s\n":                      0,
+		"leaderElection:\n  retryPeriod: 10s\n":                       0,
 	} {
 		snap := &inventory.Snapshot{Options: inventory.Options{RancherNamespace: "cattle-system"},
 			RancherConfig: &corev1.ConfigMap{Data: map[string]string{"fleet": doc}}}
