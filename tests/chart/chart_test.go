@@ -264,6 +264,19 @@ func less(a, b []int) bool {
 	return false
 }
 
+// chartYAML is what the tests read of Chart.yaml.
+type chartYAML struct {
+	KubeVersion string            `yaml:"kubeVersion"`
+	Annotations map[string]string `yaml:"annotations"`
+}
+
+func readChartYAML(t *testing.T) chartYAML {
+	t.Helper()
+	var c chartYAML
+	readYAML(t, "Chart.yaml", &c)
+	return c
+}
+
 // TestChartAnnotations: Chart.yaml has the annotations Rancher's Apps page
 // reads, consistent with the chart: the namespace and release name the
 // docs use, the Kubernetes lower bound of kubeVersion, a Rancher range
@@ -271,11 +284,7 @@ func less(a, b []int) bool {
 // management cluster, and requests that are the pods' requests times the
 // replicas.
 func TestChartAnnotations(t *testing.T) {
-	var chart struct {
-		KubeVersion string            `yaml:"kubeVersion"`
-		Annotations map[string]string `yaml:"annotations"`
-	}
-	readYAML(t, "Chart.yaml", &chart)
+	chart := readChartYAML(t)
 	a := chart.Annotations
 	var got []string
 	for k := range a {

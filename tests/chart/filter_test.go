@@ -70,11 +70,7 @@ func listed(t *testing.T, annotations map[string]string, kubeVersion, rancherVer
 // tag: v2.12.12 < 1.34, v2.13.8 < 1.35, v2.14.4 < 1.36, v2.15.0 < 1.37),
 // and for versions outside them.
 func TestRancherListsTheChart(t *testing.T) {
-	var chart struct {
-		KubeVersion string            `yaml:"kubeVersion"`
-		Annotations map[string]string `yaml:"annotations"`
-	}
-	readYAML(t, "Chart.yaml", &chart)
+	chart := readChartYAML(t)
 	for _, c := range []struct {
 		rancher, k8s string
 		want         bool

@@ -32,6 +32,18 @@ func envThenRemoved(t *testing.T, ns string) election.Timings {
 	return want
 }
 
+// offEnvWith waits until the retry period's object is off source env with
+// value, and r quiet; r must have put nothing but want in effect.
+func offEnvWith(t *testing.T, r *running, value string, want election.Timings) {
+	t.Helper()
+	framework.Eventually(t, "off env with "+value, func() bool {
+		s := getSetting(t, retry)
+		return s.Source == "" && s.Value == value
+	})
+	quiet(t, r)
+	assertOnly(t, r, want)
+}
+
 // quiet waits until the provider has published nothing new for a while.
 func quiet(t *testing.T, r *running) {
 	t.Helper()
@@ -66,12 +78,7 @@ func TestLeaveEnvWithoutUserValue(t *testing.T) {
 		ns := cp.Namespace(t)
 		want := envThenRemoved(t, ns)
 		r := startProvider(t, ns, nil)
-		framework.Eventually(t, "off env with the env value", func() bool {
-			s := getSetting(t, retry)
-			return s.Source == "" && s.Value == "4s"
-		})
-		quiet(t, r)
-		assertOnly(t, r, want)
+		offEnvWith(t, r, "4s", want)
 		if got, _ := r.Effective(settings.FleetController); got != want {
 			t.Errorf("in effect %s, want %s", got, want)
 		}
@@ -105,12 +112,7 @@ func TestLeaveEnvCreateFails(t *testing.T) {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	})
 	r := startProvider(t, ns, nil)
-	framework.Eventually(t, "off env with the env value", func() bool {
-		s := getSetting(t, retry)
-		return s.Source == "" && s.Value == "4s"
-	})
-	quiet(t, r)
-	assertOnly(t, r, want)
+	offEnvWith(t, r, "4s", want)
 	if n := creates.Load(); n < 6 {
 		t.Errorf("%d creates of %s, want the five refused ones and one more", n, retry)
 	}
