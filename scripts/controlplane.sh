@@ -10,7 +10,10 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/cache.sh
 source "$root/scripts/lib/cache.sh"
-tools="$root/tools/controlplane"
+# LEASETUNE_KUBE=1.36 builds the control plane of tools/controlplane-1.36
+# instead (today's Kubernetes; the default stays the one the suite is proven on).
+tools="$root/tools/controlplane${LEASETUNE_KUBE:+-$LEASETUNE_KUBE}"
+[[ -f "$tools/go.mod" ]] || { echo "controlplane: no $tools/go.mod (LEASETUNE_KUBE=${LEASETUNE_KUBE:-})" >&2; exit 1; }
 command -v go >/dev/null 2>&1 || PATH="/usr/local/go/bin:$PATH"
 
 log() { echo "controlplane: $*" >&2; }
