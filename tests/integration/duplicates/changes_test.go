@@ -188,9 +188,9 @@ func checkChange(t *testing.T, tag string, ch fleet.AgentChannel, rancher bool, 
 	if !reflect.DeepEqual(envOf(got), want) {
 		t.Fatalf("live env after the upgrade\n%v\nwant (the rendering after)\n%v\npatch: %s", envOf(got), want, u.Patch)
 	}
-	// At rest: the next upgrade of the same release patches nothing.
-	if u := helmUpgrade(t, ns, after, after); u.CreateErr != nil || (u.Patch != nil && string(u.Patch) != "{}") {
-		t.Fatalf("not at rest: the next upgrade of the same release patches %s (%v)", u.Patch, u.CreateErr)
+	// At rest: the next upgrade of the same release changes nothing.
+	if u := helmUpgrade(t, ns, after, after); u.CreateErr != nil || u.PatchErr != nil || u.Changed {
+		t.Fatalf("not at rest: the next upgrade of the same release changes the object with %s (%v; %v)", u.Patch, u.CreateErr, u.PatchErr)
 	}
 }
 

@@ -54,6 +54,14 @@ type upgrade struct {
 	// CreateErr is the error of CreateThreeWayMergePatch, PatchErr the
 	// apiserver's answer to the patch.
 	CreateErr, PatchErr error
+	// Changed: the patch changed the stored object (its resourceVersion
+	// moved). A patch can be sent and change nothing: helm built against
+	// apimachinery < v0.35 (Fleet ≤ v0.14) serialises an empty
+	// template creationTimestamp as null, which kube-apiserver ≥ v1.35
+	// no longer stores, so every upgrade sends
+	// {"spec":{"template":{"metadata":{"creationTimestamp":null}}}} and the
+	// apiserver keeps the object as it was.
+	Changed bool
 }
 
 // helmUpgrade does what helm v3.16.4's Client.Update does for a resource
@@ -98,9 +106,26 @@ func helmUpgrade(t testing.TB, ns string, original, target runtime.Object) upgra
 	if u.CreateErr != nil || u.Patch == nil || string(u.Patch) == "{}" {
 		return u
 	}
-	u.PatchErr = rc.Patch(types.StrategicMergePatchType).Namespace(ns).Resource(res).Name(fleetagent.Name).
-		Param("fieldManager", "helm").Body(u.Patch).Do(ctx).Error()
+	r := rc.Patch(types.StrategicMergePatchType).Namespace(ns).Resource(res).Name(fleetagent.Name).
+		Param("fieldManager", "helm").Body(u.Patch).Do(ctx)
+	if u.PatchErr = r.Error(); u.PatchErr != nil {
+		return u
+	}
+	after, err := r.Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Changed = resourceVersion(t, currentData) != resourceVersion(t, after)
 	return u
+}
+
+func resourceVersion(t testing.TB, obj []byte) string {
+	t.Helper()
+	var m metav1.PartialObjectMetadata
+	if err := json.Unmarshal(obj, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.ResourceVersion
 }
 
 // live reads the agent workload's pod spec from the apiserver.
