@@ -41,12 +41,12 @@ test: test-unit test-ui test-integration ## unit tests (fuzz seed corpora includ
 # The Grafana dashboard's queries are parsed by Prometheus's own PromQL
 # parser in the tools module that pins Prometheus (tools/prometheus, its own
 # go.mod: Prometheus's dependencies stay out of the root module's).
-# helm (tests/chart, tests/promrules) and promtool (tests/promrules) are
+# helm v3 and v4 (tests/chart, tests/promrules) and promtool (tests/promrules) are
 # had before go test starts, so that their first builds (minutes) are not
 # spent inside a test binary's timeout.
 test-unit:
-	@echo "test-unit: helm and promtool for the chart's tests (scripts/helm.sh, scripts/promtool.sh; built once, minutes) ..."; start=$$SECONDS; \
-	  scripts/helm.sh >/dev/null || exit 1; \
+	@echo "test-unit: helm v3, helm v4 and promtool for the chart's tests (scripts/helm.sh, scripts/promtool.sh; built once, minutes) ..."; start=$$SECONDS; \
+	  scripts/helm.sh >/dev/null && LEASETUNE_HELM=4 scripts/helm.sh >/dev/null || exit 1; \
 	  if promtool="$$(scripts/promtool.sh)"; then echo "test-unit: promtool $$promtool ($$((SECONDS - start))s)"; \
 	  else promtool=; echo "test-unit: no promtool ($$((SECONDS - start))s): tests/promrules skips, saying why"; fi; \
 	  echo "test-unit: go test -race over $(words $(UNIT_PKGS)) packages (the first build with -race takes minutes) ..."; start=$$SECONDS; \
@@ -129,8 +129,8 @@ HELM_TEMPLATE_FLAGS := --namespace leasetune-system --kube-version 1.30.0
 
 MONITORING_APIS := --api-versions monitoring.coreos.com/v1/ServiceMonitor --api-versions monitoring.coreos.com/v1/PrometheusRule
 
-chart-lint: ## helm lint and helm template of charts/leasetune (helm built from tools/helm); the UIPlugin, ServiceMonitor and PrometheusRule only where their APIs are served
-	helm="$$(scripts/helm.sh)" && "$$helm" lint --strict charts/leasetune && \
+chart-lint: ## helm lint and helm template of charts/leasetune, with helm v3 (tools/helm) and helm v4 (tools/helm-v4, what Rancher v2.15 and Fleet v0.15+ use); the UIPlugin, ServiceMonitor and PrometheusRule only where their APIs are served
+	@set -e; for major in 3 4; do helm="$$(LEASETUNE_HELM=$$major scripts/helm.sh)"; echo "chart-lint: helm $$major ($$helm)"; "$$helm" lint --strict charts/leasetune && \
 	  "$$helm" lint --strict charts/leasetune --set installCRDs=false,replicaCount=1,podDisruptionBudget.enabled=false && \
 	  "$$helm" lint --strict charts/leasetune --set monitoring.enabled=true && \
 	  ! "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --set monitoring.enabled=true | grep -q '^kind: \(ServiceMonitor\|PrometheusRule\)' && \
@@ -141,7 +141,7 @@ chart-lint: ## helm lint and helm template of charts/leasetune (helm built from 
 	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --api-versions catalog.cattle.io/v1/UIPlugin | grep -q '^kind: UIPlugin' && \
 	  "$$helm" lint --strict charts/leasetune --set monitoring.dashboards.enabled=true && \
 	  ! "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) | grep -q '^  name: leasetune-dashboard$$' && \
-	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --set monitoring.dashboards.enabled=true | grep -q '^  name: leasetune-dashboard$$'
+	  "$$helm" template leasetune charts/leasetune $(HELM_TEMPLATE_FLAGS) --set monitoring.dashboards.enabled=true | grep -q '^  name: leasetune-dashboard$$' || exit 1; done
 
 lint: verify-generated verify-ui chart-lint golangci-lint ## gofmt, go vet, golangci-lint, go.mod tidiness, generated code current, the embedded UI bundle current, chart
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

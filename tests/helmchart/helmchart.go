@@ -42,10 +42,18 @@ var (
 	rootOnce sync.Once
 	root     string
 	rootErr  error
-	helmOnce sync.Once
-	helmPath string
-	helmErr  error
+	helmMu   sync.Mutex
+	helms    = map[int]helmBuild{}
 )
+
+type helmBuild struct {
+	path string
+	err  error
+}
+
+// Majors are the helm majors the chart is tested with: v3 (tools/helm) and
+// v4 (tools/helm-v4: what Rancher v2.15 and Fleet v0.15+ deploy with).
+var Majors = []int{3, 4}
 
 // Root returns the repository's root: the first folder above the working
 // directory whose go.mod is the module leasetune.io/leasetune.
@@ -82,28 +90,38 @@ func Chart(t testing.TB) string {
 	return filepath.Join(r, "charts", "leasetune")
 }
 
-// Path returns the path of the pinned helm CLI, building it first when
-// missing (scripts/helm.sh: minutes, once per machine; its last line of
-// output is the path), or the script's error with its output.
-func Path() (string, error) {
-	helmOnce.Do(func() {
-		r, err := Root()
-		if err != nil {
-			helmErr = err
-			return
-		}
-		var stderr bytes.Buffer
-		cmd := exec.Command("bash", filepath.Join(r, "scripts", "helm.sh"))
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			helmErr = fmt.Errorf("scripts/helm.sh: %w\n%s", err, stderr.String())
-			return
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		helmPath = lines[len(lines)-1]
-	})
-	return helmPath, helmErr
+// Path returns the path of the pinned helm v3 CLI (PathOf(3)).
+func Path() (string, error) { return PathOf(3) }
+
+// PathOf returns the path of the pinned helm CLI of that major, building
+// it first when missing (scripts/helm.sh with LEASETUNE_HELM=major:
+// minutes, once per machine; its last line of output is the path), or the
+// script's error with its output.
+func PathOf(major int) (string, error) {
+	helmMu.Lock()
+	defer helmMu.Unlock()
+	if b, ok := helms[major]; ok {
+		return b.path, b.err
+	}
+	var b helmBuild
+	defer func() { helms[major] = b }()
+	r, err := Root()
+	if err != nil {
+		b.err = err
+		return "", err
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command("bash", filepath.Join(r, "scripts", "helm.sh"))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("LEASETUNE_HELM=%d", major))
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.err = fmt.Errorf("scripts/helm.sh (LEASETUNE_HELM=%d): %w\n%s", major, err, stderr.String())
+		return "", b.err
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	b.path = lines[len(lines)-1]
+	return b.path, nil
 }
 
 // Helm is Path for a test: it fails t when helm cannot be had.
@@ -116,14 +134,20 @@ func Helm(t testing.TB) string {
 	return p
 }
 
-// Template runs helm template on the chart (release leasetune, namespace
-// Namespace, Kubernetes 1.30) with the extra arguments args (--set,
-// --set-string, --api-versions ...) and returns its output, or the error
-// with helm's stderr.
+// Template runs helm (v3) template on the chart (release leasetune,
+// namespace Namespace, Kubernetes 1.30) with the extra arguments args
+// (--set, --set-string, --api-versions ...) and returns its output, or the
+// error with helm's stderr.
 func Template(t testing.TB, args ...string) ([]byte, error) {
 	t.Helper()
+	return TemplateWith(t, Helm(t), args...)
+}
+
+// TemplateWith is Template with the helm CLI at path helm.
+func TemplateWith(t testing.TB, helm string, args ...string) ([]byte, error) {
+	t.Helper()
 	full := append([]string{"template", "leasetune", Chart(t), "--namespace", Namespace, "--kube-version", "1.30.0"}, args...)
-	cmd := exec.Command(Helm(t), full...)
+	cmd := exec.Command(helm, full...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
