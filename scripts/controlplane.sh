@@ -10,8 +10,10 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/cache.sh
 source "$root/scripts/lib/cache.sh"
-# LEASETUNE_KUBE=1.36 builds the control plane of tools/controlplane-1.36
-# instead (today's Kubernetes; the default stays the one the suite is proven on).
+# The default is tools/controlplane (kube-apiserver v1.36). LEASETUNE_KUBE=1.28
+# builds tools/controlplane-1.28 instead (the oldest Kubernetes the chart
+# claims: `make test-smoke`), LEASETUNE_KUBE=1.32 tools/controlplane-1.32
+# (the suite beside the real Rancher v2.12.12: its chart wants < 1.34).
 tools="$root/tools/controlplane${LEASETUNE_KUBE:+-$LEASETUNE_KUBE}"
 [[ -f "$tools/go.mod" ]] || { echo "controlplane: no $tools/go.mod (LEASETUNE_KUBE=${LEASETUNE_KUBE:-})" >&2; exit 1; }
 command -v go >/dev/null 2>&1 || PATH="/usr/local/go/bin:$PATH"
@@ -20,9 +22,9 @@ log() { echo "controlplane: $*" >&2; }
 
 # Versions come from the tools module only (single source of truth).
 modver() { (cd "$tools" && go list -mod=readonly -m -f "$2" "$1"); }
-k8s_version="$(modver k8s.io/kubernetes '{{.Version}}')"              # e.g. v1.32.13
+k8s_version="$(modver k8s.io/kubernetes '{{.Version}}')"              # e.g. v1.36.3
 k8s_date="$(modver k8s.io/kubernetes '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}')"
-etcd_version="$(modver go.etcd.io/etcd/server/v3 '{{.Version}}')"      # e.g. v3.5.16
+etcd_version="$(modver go.etcd.io/etcd/server/v3 '{{.Version}}')"      # e.g. v3.6.8
 
 out="$(leasetune_cache)/controlplane/k8s-${k8s_version}-etcd-${etcd_version}"
 if [[ -x "$out/kube-apiserver" && -x "$out/etcd" && -x "$out/kubectl" ]]; then
