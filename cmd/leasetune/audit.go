@@ -260,7 +260,7 @@ func printAudit(w io.Writer, r *audit.Report) error {
 	fmt.Fprintf(w, "\nleader-election locks (%d):\n", len(r.Locks))
 	if len(r.Locks) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  RESOURCE\tNAMESPACE\tNAME\tHOLDER\tREQUESTS\tPER HOUR\tSHARE\tRETRY PERIOD")
+		fmt.Fprintln(tw, "  RESOURCE\tNAMESPACE\tNAME\tCOMPONENT\tHOLDER\tREQUESTS\tPER HOUR\tSHARE\tRETRY PERIOD")
 		for _, l := range r.Locks {
 			holder := "-"
 			if len(l.Holders) > 0 {
@@ -282,13 +282,35 @@ func printAudit(w io.Writer, r *audit.Report) error {
 			if ns == "" {
 				ns = "-"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%.0f\t%s\t%s\n", l.Resource, ns, name, holder, l.Requests, l.PerHour, pct(l.Share), retry)
+			comp := l.Component
+			if comp == "" {
+				comp = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%.0f\t%s\t%s\n", l.Resource, ns, name, comp, holder, l.Requests, l.PerHour, pct(l.Share), retry)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(w, "all locks: %s requests, %s of all requests\n", thousands(float64(r.LockRequests)), pct(r.LockShare))
+	if len(r.LeftAlone) > 0 {
+		fmt.Fprintln(w, "\nlocks of components leasetune's settings do not reach (their triple is theirs to change):")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  NAMESPACE\tNAME\tCOMPONENT\tPER HOUR\tSHARE\tDEFAULTS")
+		for _, l := range r.LeftAlone {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%.0f\t%s\t%s\n", l.Namespace, l.Name, l.Component, l.PerHour, pct(l.Share), l.Defaults)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, l := range r.LeftAlone {
+			if !seen[l.Component] {
+				seen[l.Component] = true
+				fmt.Fprintf(w, "  %s: %s\n", l.Component, l.Change)
+			}
+		}
+	}
 
 	if p := r.Managed; p != nil {
 		var ts []string

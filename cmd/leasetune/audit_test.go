@@ -160,3 +160,43 @@ func TestAuditInputs(t *testing.T) {
 		t.Errorf("missing file: exit %d: %s", code, errs)
 	}
 }
+
+// TestAuditLeftAlone: a Rancher v2.13+ log's rancher-turtles and Cluster
+// API Leases are named by component in the lock table and listed, with
+// how to change them, as locks leasetune's settings do not reach.
+func TestAuditLeftAlone(t *testing.T) {
+	o := auditgen.SURE3805(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	o.Duration = 10 * time.Minute
+	o.Locks = append(o.Locks, auditgen.Lock{Resource: "leases", Namespace: "cattle-turtles-system", Name: "controller-leader-election-rancher-turtles",
+		User: "system:serviceaccount:cattle-turtles-system:rancher-turtles-manager", UserAgent: "manager/v0.0.0", RetryPeriod: 2 * time.Second})
+	var buf bytes.Buffer
+	if _, err := auditgen.Write(&buf, o); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCmd(t, buf.String(), "audit", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"NAME                                        COMPONENT         HOLDER",
+		"locks of components leasetune's settings do not reach (their triple is theirs to change):",
+		"cattle-turtles-system  controller-leader-election-rancher-turtles  rancher-turtles",
+		"leaseDuration=15s renewDeadline=10s retryPeriod=2s",
+		"rancher-turtles: the flags --leader-elect-lease-duration",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCmd(t, buf.String(), "audit", "--output", "json", "-")
+	var r struct {
+		LeftAlone []struct{ Name, Component, Defaults, Change string } `json:"leftAlone"`
+		Locks     []struct{ Name, Component string }                   `json:"locks"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	if len(r.LeftAlone) != 1 || r.LeftAlone[0].Component != "rancher-turtles" || r.LeftAlone[0].Change == "" {
+		t.Errorf("leftAlone %+v", r.LeftAlone)
+	}
+}

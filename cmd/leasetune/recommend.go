@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/inventory"
+	"leasetune.io/leasetune/pkg/locks"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/recommend"
 	"leasetune.io/leasetune/pkg/settings"
@@ -219,6 +221,15 @@ func (r recommendation) text(w io.Writer) error {
 		if in.RancherReplicas == 0 {
 			fmt.Fprintln(w, "  (Rancher's own lock left out: --rancher-replicas N, or --kubeconfig to read it)")
 		}
+		left := locks.LeftAlone(0)
+		var perHour float64
+		var names []string
+		for _, l := range left {
+			perHour += l.RequestsPerHour()
+			names = append(names, l.Component+" "+l.Namespace+"/"+l.Name+" ("+l.Defaults.String()+")")
+		}
+		fmt.Fprintf(w, "  not counted, on Rancher v2.13+: %s, about %s requests per hour, which these settings do not reach (leasetune plan and docs/design.md say how to change them)\n",
+			strings.Join(names, " and "), thousands(perHour))
 	}
 	return nil
 }
@@ -251,6 +262,9 @@ type installationJSON struct {
 	Rancher         string  `json:"rancher,omitempty"`
 	PerHour         float64 `json:"perHour"`
 	Recommended     float64 `json:"recommendedPerHour"`
+	// LeftAlonePerHour is what the locks Rancher v2.13+ installs and these
+	// settings do not reach cost at their defaults (pkg/locks).
+	LeftAlonePerHour float64 `json:"leftAlonePerHourOnRancher213"`
 }
 
 func (r recommendation) json(w io.Writer) error {
@@ -269,6 +283,9 @@ func (r recommendation) json(w io.Writer) error {
 			Recommended: in.RequestsPerHour(r.best.Timings, r.best.Timings, r.best.Timings)}
 		if in.RancherReplicas > 0 {
 			inst.Rancher = ran.String()
+		}
+		for _, l := range locks.LeftAlone(0) {
+			inst.LeftAlonePerHour += l.RequestsPerHour()
 		}
 		out.Installation = inst
 	}

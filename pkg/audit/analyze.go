@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"sort"
 	"time"
+
+	"leasetune.io/leasetune/pkg/locks"
 )
 
 // Limits that keep memory bounded whatever the size of the logs.
@@ -532,7 +534,9 @@ func (a *Analyzer) Report(top int) *Report {
 		if a.requests > 0 {
 			l.Share = float64(l.Requests) / float64(a.requests)
 		}
-		l.Managed = ManagedComponent(l.Resource, l.Namespace, l.Name)
+		if k, ok := locks.Lookup(l.Resource, l.Namespace, l.Name); ok {
+			l.Managed, l.Component = k.Governed, k.Component
+		}
 		r.LockRequests += l.Requests
 		r.Locks = append(r.Locks, l)
 	}
@@ -546,6 +550,7 @@ func (a *Analyzer) Report(top int) *Report {
 	if a.requests > 0 {
 		r.LockShare = float64(r.LockRequests) / float64(a.requests)
 	}
+	r.LeftAlone = leftAlone(r.Locks)
 	return r
 }
 

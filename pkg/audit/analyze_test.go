@@ -379,3 +379,54 @@ func TestSpanIsWhenLogged(t *testing.T) {
 		t.Errorf("locks %+v, want cattle-controllers at about 360 an hour", r.Locks)
 	}
 }
+
+// TestLeftAloneAttributed: rancher-turtles' and Cluster API's Leases (Rancher
+// v2.13+) are attributed to their components and listed as left alone,
+// with their defaults; Fleet's are attributed and managed.
+func TestLeftAloneAttributed(t *testing.T) {
+	o := auditgen.SURE3805(t0)
+	o.Duration = 10 * time.Minute
+	o.Locks = append(o.Locks,
+		auditgen.Lock{Resource: "leases", Namespace: "cattle-turtles-system", Name: "controller-leader-election-rancher-turtles",
+			User: "system:serviceaccount:cattle-turtles-system:rancher-turtles-manager", UserAgent: "manager/v0.0.0", RetryPeriod: 2 * time.Second},
+		auditgen.Lock{Resource: "leases", Namespace: "cattle-capi-system", Name: "controller-leader-election-capi",
+			User: "system:serviceaccount:cattle-capi-system:capi-manager", UserAgent: "manager/v0.0.0", RetryPeriod: 2 * time.Second})
+	var buf bytes.Buffer
+	if _, err := auditgen.Write(&buf, o); err != nil {
+		t.Fatal(err)
+	}
+	r := analyze(t, buf.String())
+	want := map[string]string{
+		"controller-leader-election-rancher-turtles": "rancher-turtles",
+		"controller-leader-election-capi":            "cluster-api (installed by rancher-turtles)",
+		"fleet-controller-lock":                      "fleet-controller",
+	}
+	for name, comp := range want {
+		l, ok := lockNamed(r, "leases", name)
+		if !ok || l.Component != comp {
+			t.Errorf("%s: found %v, component %q, want %q", name, ok, l.Component, comp)
+		}
+	}
+	if len(r.LeftAlone) != 2 {
+		t.Fatalf("left alone %+v, want the two", r.LeftAlone)
+	}
+	for _, l := range r.LeftAlone {
+		if l.Defaults != "leaseDuration=15s renewDeadline=10s retryPeriod=2s" || l.Change == "" || l.PerHour < 1000 {
+			t.Errorf("%+v", l)
+		}
+	}
+	for _, l := range r.Locks {
+		if strings.HasPrefix(l.Name, "controller-leader-election-") && l.Managed != "" {
+			t.Errorf("%s managed by %q", l.Name, l.Managed)
+		}
+	}
+	if r.Managed != nil {
+		t.Fatal("projected before Project")
+	}
+	r.Project(map[settings.Component]election.Timings{settings.FleetController: election.FleetDefaults}, "defaults")
+	for _, pl := range r.Managed.Locks {
+		if strings.HasPrefix(pl.Name, "controller-leader-election-") {
+			t.Errorf("%s projected with leasetune's triple", pl.Name)
+		}
+	}
+}

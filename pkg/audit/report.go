@@ -1,10 +1,10 @@
 package audit
 
 import (
-	"strings"
 	"time"
 
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/locks"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -50,6 +50,10 @@ type Report struct {
 	// Managed is the projection of the locks leasetune manages; set by
 	// Project.
 	Managed *Projection `json:"managed,omitempty"`
+	// LeftAlone are the locks of components leasetune's settings do not
+	// govern that pkg/locks knows (rancher-turtles, Cluster API,
+	// cluster-autoscaler ...), with their defaults and how to change them.
+	LeftAlone []LeftAloneLock `json:"leftAlone,omitempty"`
 }
 
 // BadLine is a line that is not an audit event.
@@ -108,6 +112,9 @@ type Lock struct {
 	LeaderReadsPerWrite float64 `json:"leaderReadsPerWrite"`
 	// Managed is the component whose settings govern the lock, or "".
 	Managed settings.Component `json:"managed,omitempty"`
+	// Component is the component that holds it, when pkg/locks knows
+	// the lock (governed or not), else "".
+	Component string `json:"component,omitempty"`
 }
 
 // Holder is one client of a lock: user, user agent and source IP (the
@@ -150,79 +157,50 @@ func (l Lock) Followers() int {
 	return int(readsPerHour/perFollower + 0.5)
 }
 
-// Managed lock names, from Fleet's source (github.com/rancher/fleet and,
-// for Fleet v0.9's gitjob, github.com/rancher/gitjob). The
-// fleet-controller triple (the fleet-leader-election-* settings,
-// CATTLE_ELECTION_* on the Fleet controller Deployments):
-//
-//   - "fleet-controller-lock": Fleet v0.9, wrangler's leader.RunOrDie in
-//     internal/cmd/controller/controllers/controllers.go (v0.9.9 line 239);
-//   - "gitjob": rancher/gitjob v0.9.4 main.go line 91, Fleet v0.9's gitjob;
-//   - "fleet-agentmanagement-lock" and "fleet-cleanup-lock": Fleet v0.10+,
-//     internal/cmd/controller/agentmanagement/start.go and
-//     internal/cmd/controller/cleanup/start.go (v0.14.10 lines 49, 31);
-//   - "fleet-controller-leader-election-shard", "fleet-gitops-leader-election-shard",
-//     "fleet-helmops-leader-election-shard", each with "-<shard ID>" for a
-//     shard: controller-runtime's LeaderElectionID in Fleet v0.10+
-//     internal/cmd/controller/operator.go, gitops/operator.go and
-//     helmops/operator.go (v0.14.10 lines 73, 114, 91), all fed the same
-//     leaderOpts.
-//
-// The fleet-agent triple (fleet-agent-leader-election-*): "fleet-agent-lock"
-// (Fleet v0.9, internal/cmd/agent/start.go line 55, in the agent's
-// namespace) and the Lease "fleet-agent" (Fleet v0.12+,
-// internal/cmd/agent/root.go leaseLockName). Fleet v0.10–v0.11 agents run
-// no leader election.
-var (
-	// RancherLockName is the Rancher server's lock, in kube-system.
-	RancherLockName      = "cattle-controllers"
-	controllerLockNames  = []string{"fleet-controller-lock", "gitjob", "fleet-agentmanagement-lock", "fleet-cleanup-lock"}
-	controllerLockShards = []string{"fleet-controller-leader-election-shard", "fleet-gitops-leader-election-shard", "fleet-helmops-leader-election-shard"}
-	agentLockNames       = []string{"fleet-agent-lock", "fleet-agent"}
-)
+// RancherLockName is the Rancher server's lock, in kube-system.
+var RancherLockName = "cattle-controllers"
 
 // ManagedComponent returns the component whose settings govern the lock
-// resource namespace/name, or "" when leasetune does not manage it. Only Leases
-// match: wrangler v2 (Fleet v0.9.1+, pkg/leader/leader.go at v2.1.2 line
-// 47) and controller-runtime lock Leases. A ConfigMap of one of these
-// names is wrangler v1's ConfigMapsLeases multilock (v1.1.1
-// pkg/leader/leader.go line 34: a ConfigMap with the leader annotation
-// beside a Lease of the same name), that is Fleet v0.9.0, which reads no
-// election env (DESIGN.md section 2): leasetune's settings do not reach
-// it, so it is shown as a lock and not projected.
-//
-// The Lease kube-system/cattle-controllers is the Rancher server's lock
-// (rancher/rancher pkg/wrangler/context.go, leader.NewManager("",
-// "cattle-controllers"); wrangler's RunOrDie puts an empty namespace in
-// kube-system), governed by the rancher-leader-election-* settings. In a
-// downstream cluster's log the same Lease is cattle-cluster-agent's, which
+// resource namespace/name, or "" when leasetune does not manage it: the
+// catalogue's Governed (pkg/locks, where each lock's source is cited).
+// Only Leases match; a ConfigMap of one of these names is wrangler v1's
+// ConfigMapsLeases multilock (v1.1.1 pkg/leader/leader.go line 34), that
+// is Fleet v0.9.0, which reads no election env (DESIGN.md section 2):
+// shown as a lock and not projected. In a downstream cluster's log the
+// Lease kube-system/cattle-controllers is cattle-cluster-agent's, which
 // reads the env of the cluster's agentEnvVars (see docs/rancher.md).
 func ManagedComponent(resource, namespace, name string) settings.Component {
-	if resource != "leases" {
-		return ""
-	}
-	if name == RancherLockName {
-		if namespace == "kube-system" {
-			return settings.Rancher
+	l, _ := locks.Lookup(resource, namespace, name)
+	return l.Governed
+}
+
+// LeftAloneLock is a lock of a component leasetune's settings do not
+// govern (pkg/locks), as the log shows it.
+type LeftAloneLock struct {
+	Namespace string  `json:"namespace"`
+	Name      string  `json:"name"`
+	Component string  `json:"component"`
+	PerHour   float64 `json:"perHour"`
+	Share     float64 `json:"share"`
+	// Defaults is the triple the component runs unless someone changed
+	// it, Change how to change it.
+	Defaults string `json:"defaults"`
+	Change   string `json:"change"`
+}
+
+// leftAlone returns the locks among ls that the catalogue knows and
+// leasetune's settings do not govern, in ls's order.
+func leftAlone(ls []Lock) []LeftAloneLock {
+	var out []LeftAloneLock
+	for _, l := range ls {
+		k, ok := locks.Lookup(l.Resource, l.Namespace, l.Name)
+		if !ok || k.Governed != "" {
+			continue
 		}
-		return ""
+		out = append(out, LeftAloneLock{Namespace: l.Namespace, Name: l.Name, Component: k.Component, PerHour: l.PerHour, Share: l.Share,
+			Defaults: k.Defaults.String(), Change: k.Change})
 	}
-	for _, n := range agentLockNames {
-		if name == n {
-			return settings.FleetAgent
-		}
-	}
-	for _, n := range controllerLockNames {
-		if name == n {
-			return settings.FleetController
-		}
-	}
-	for _, p := range controllerLockShards {
-		if name == p || strings.HasPrefix(name, p+"-") {
-			return settings.FleetController
-		}
-	}
-	return ""
+	return out
 }
 
 // Projection is what the managed locks cost now and would cost with the

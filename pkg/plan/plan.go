@@ -26,6 +26,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/locks"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -496,6 +497,10 @@ func (r *Report) Print(w io.Writer) {
 		}
 		fmt.Fprintln(w, ".")
 	}
+	for _, l := range t.LocksLeftAlone {
+		fmt.Fprintf(w, "Left alone: %s's lock %s/%s runs its own %s, about %.0f requests per hour; leasetune's settings do not reach it (%s).\n",
+			l.Component, l.Namespace, l.Name, l.Defaults, l.RequestsPerHour, l.Change)
+	}
 	if n := r.clusterAgentsRetuned + r.clusterAgentsKept; n > 0 {
 		fmt.Fprintf(w, "cattle-cluster-agent (its own cattle-controllers lock in each Rancher-managed cluster): %d of %d read CATTLE_ELECTION_* from their cluster's agentEnvVars and run that triple", r.clusterAgentsRetuned, n)
 		if r.clusterAgentsKept > 0 {
@@ -530,6 +535,21 @@ type Totals struct {
 	// wrangler's built-in triple.
 	ClusterAgentsRetuned int `json:"clusterAgentLocksRetuned"`
 	ClusterAgentsKept    int `json:"clusterAgentLocksKept"`
+	// LocksLeftAlone are the locks the Rancher found here installs in this
+	// cluster that leasetune's settings do not reach (pkg/locks:
+	// rancher-turtles' and Cluster API's on v2.13+), at their defaults.
+	LocksLeftAlone []LockLeftAlone `json:"locksLeftAlone,omitempty"`
+}
+
+// LockLeftAlone is one lock of LocksLeftAlone: what it costs at its
+// defaults with one replica, and how its triple is changed.
+type LockLeftAlone struct {
+	Namespace       string  `json:"namespace"`
+	Name            string  `json:"name"`
+	Component       string  `json:"component"`
+	Defaults        string  `json:"defaults"`
+	RequestsPerHour float64 `json:"requestsPerHour"`
+	Change          string  `json:"change"`
 }
 
 // Totals returns the report's restart counts (from each change's
@@ -573,6 +593,16 @@ func (r *Report) Totals() Totals {
 	}
 	t.RancherLockBefore, t.RancherLockAfter = r.rancherLocksBefore, r.rancherLocksAfter
 	t.ClusterAgentsRetuned, t.ClusterAgentsKept = r.clusterAgentsRetuned, r.clusterAgentsKept
+	if r.rancherLock {
+		minor := 0
+		if r.Rancher.Known {
+			minor = r.Rancher.Minor
+		}
+		for _, l := range locks.LeftAlone(minor) {
+			t.LocksLeftAlone = append(t.LocksLeftAlone, LockLeftAlone{Namespace: l.Namespace, Name: l.Name, Component: l.Component,
+				Defaults: l.Defaults.String(), RequestsPerHour: l.RequestsPerHour(), Change: l.Change})
+		}
+	}
 	return t
 }
 

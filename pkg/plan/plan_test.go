@@ -14,6 +14,8 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
+	"leasetune.io/leasetune/pkg/rancher"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // emptyJSON is `plan -o json` where nothing is installed.
@@ -118,7 +120,7 @@ func TestFromSnapshot(t *testing.T) {
 					t.Errorf("refused %q, want %q…", r.Refused[i], tc.refused[i])
 				}
 			}
-			if got := r.Totals(); got != tc.totals {
+			if got := r.Totals(); !reflect.DeepEqual(got, tc.totals) {
 				t.Errorf("totals %+v, want %+v", got, tc.totals)
 			}
 		})
@@ -172,5 +174,42 @@ func TestRancherConfigFleetV016Schema(t *testing.T) {
 	}
 	if len(r.Changes) != 0 || schema != 2 {
 		t.Errorf("a document leasetune leaves alone: changes %+v, left alone %q; want both refused values named", r.Changes, r.LeftAlone)
+	}
+}
+
+// TestLocksLeftAlone: beside Rancher v2.13+ the plan lists rancher-turtles'
+// and Cluster API's locks, which leasetune's settings do not reach, with
+// what they cost at their defaults; beside v2.12 or without Rancher, none.
+func TestLocksLeftAlone(t *testing.T) {
+	for _, tc := range []struct {
+		image string
+		want  []string
+	}{
+		{"", nil},
+		{"rancher/rancher:v2.12.12", nil},
+		{"rancher/rancher:v2.15.0", []string{"cattle-turtles-system/controller-leader-election-rancher-turtles", "cattle-capi-system/controller-leader-election-capi"}},
+	} {
+		s := snapshotWith(nil)
+		if tc.image != "" {
+			d := kit.Deployment("cattle-system", "rancher", kit.WithContainer("rancher"), kit.WithImage("rancher", tc.image))
+			s.Rancher, s.RancherReplicas = d, 1
+			s.RancherVersion, _ = rancher.Detect(d)
+		}
+		r := FromSnapshot(s, nil)
+		var got []string
+		for _, l := range r.Totals().LocksLeftAlone {
+			got = append(got, l.Namespace+"/"+l.Name)
+			if l.RequestsPerHour != 1800 || l.Defaults != "leaseDuration=15s renewDeadline=10s retryPeriod=2s" || l.Change == "" {
+				t.Errorf("%s: %+v", tc.image, l)
+			}
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: %v, want %v", tc.image, got, tc.want)
+		}
+		var b strings.Builder
+		r.Print(&b)
+		if n := strings.Count(b.String(), "Left alone: "); n != len(tc.want) {
+			t.Errorf("%q: %d lines Left alone:\n%s", tc.image, n, b.String())
+		}
 	}
 }
