@@ -16,6 +16,7 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
+	"leasetune.io/leasetune/pkg/locks"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -246,9 +247,12 @@ func rancherStatus(snap *inventory.Snapshot, cs settings.ComponentStatus, opts O
 	}
 	out := Rancher{Present: true, Replicas: snap.RancherReplicas, Managed: opts.RancherEnv,
 		ClusterAgentsRead: snap.RancherVersion.ClusterAgentReadsElectionEnv()}
+	minor := 0
 	if snap.RancherVersion.Known {
 		out.Version = snap.RancherVersion.String()
+		minor = snap.RancherVersion.Minor
 	}
+	out.LocksLeftAlone = locks.LeftAloneSummaries(minor)
 	for _, ctr := range d.Spec.Template.Spec.Containers {
 		if ctr.Name == rancher.Container {
 			if t, ok := rancher.Runs(ctr.Env, snap.RancherVersion); ok {

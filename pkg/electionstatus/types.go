@@ -1,5 +1,7 @@
 package electionstatus
 
+import "leasetune.io/leasetune/pkg/locks"
+
 const (
 	// APIGroup, Version, Kind and Resource name the API.
 	APIGroup = "leasetune.io"
@@ -177,6 +179,11 @@ type Rancher struct {
 	// ClusterAgentsRead is true when this Rancher's cattle-cluster-agents
 	// read CATTLE_ELECTION_* from their cluster's agentEnvVars (2.8.3+).
 	ClusterAgentsRead bool `json:"clusterAgentsRead,omitempty"`
+	// LocksLeftAlone are the locks this Rancher installs beside its own
+	// that leasetune's settings do not reach (pkg/locks: rancher-turtles'
+	// and Cluster API's on v2.13+, or on an unknown version), at their
+	// defaults; plan and the page report them.
+	LocksLeftAlone []locks.Summary `json:"locksLeftAlone,omitempty"`
 }
 
 // Agents are the downstream clusters.

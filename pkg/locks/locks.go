@@ -157,3 +157,25 @@ func LeftAlone(rancherMinor int) []Lock {
 func (l Lock) RequestsPerHour() float64 {
 	return election.CostOf(l.Defaults, 0, election.LeaderOnlyUpdates).TotalRequestsPerHour()
 }
+
+// Summary is a lock left alone as plan and the ElectionStatus report it:
+// what it costs at its defaults with one replica, and how an operator
+// changes its triple.
+type Summary struct {
+	Namespace       string  `json:"namespace"`
+	Name            string  `json:"name"`
+	Component       string  `json:"component"`
+	Defaults        string  `json:"defaults"`
+	RequestsPerHour float64 `json:"requestsPerHour"`
+	Change          string  `json:"change"`
+}
+
+// LeftAloneSummaries is LeftAlone as Summaries.
+func LeftAloneSummaries(rancherMinor int) []Summary {
+	var out []Summary
+	for _, l := range LeftAlone(rancherMinor) {
+		out = append(out, Summary{Namespace: l.Namespace, Name: l.Name, Component: l.Component,
+			Defaults: l.Defaults.String(), RequestsPerHour: l.RequestsPerHour(), Change: l.Change})
+	}
+	return out
+}

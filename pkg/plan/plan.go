@@ -538,18 +538,15 @@ type Totals struct {
 	// LocksLeftAlone are the locks the Rancher found here installs in this
 	// cluster that leasetune's settings do not reach (pkg/locks:
 	// rancher-turtles' and Cluster API's on v2.13+), at their defaults.
-	LocksLeftAlone []LockLeftAlone `json:"locksLeftAlone,omitempty"`
+	LocksLeftAlone []locks.Summary `json:"locksLeftAlone,omitempty"`
 }
 
-// LockLeftAlone is one lock of LocksLeftAlone: what it costs at its
-// defaults with one replica, and how its triple is changed.
-type LockLeftAlone struct {
-	Namespace       string  `json:"namespace"`
-	Name            string  `json:"name"`
-	Component       string  `json:"component"`
-	Defaults        string  `json:"defaults"`
-	RequestsPerHour float64 `json:"requestsPerHour"`
-	Change          string  `json:"change"`
+// rancherMinor is v's minor for pkg/locks (0: unknown).
+func rancherMinor(v rancher.Version) int {
+	if !v.Known {
+		return 0
+	}
+	return v.Minor
 }
 
 // Totals returns the report's restart counts (from each change's
@@ -594,14 +591,7 @@ func (r *Report) Totals() Totals {
 	t.RancherLockBefore, t.RancherLockAfter = r.rancherLocksBefore, r.rancherLocksAfter
 	t.ClusterAgentsRetuned, t.ClusterAgentsKept = r.clusterAgentsRetuned, r.clusterAgentsKept
 	if r.rancherLock {
-		minor := 0
-		if r.Rancher.Known {
-			minor = r.Rancher.Minor
-		}
-		for _, l := range locks.LeftAlone(minor) {
-			t.LocksLeftAlone = append(t.LocksLeftAlone, LockLeftAlone{Namespace: l.Namespace, Name: l.Name, Component: l.Component,
-				Defaults: l.Defaults.String(), RequestsPerHour: l.RequestsPerHour(), Change: l.Change})
-		}
+		t.LocksLeftAlone = locks.LeftAloneSummaries(rancherMinor(r.Rancher))
 	}
 	return t
 }

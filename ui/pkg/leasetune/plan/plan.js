@@ -595,6 +595,12 @@ export function plan(status, component, want, writes) {
     clusterAgentLocksKept:            kept,
   };
 
+  // The locks this Rancher installs that the settings do not reach: the
+  // ElectionStatus carries them (pkg/locks, computed by the controller).
+  if (rancher.present && (rancher.locksLeftAlone || []).length) {
+    totals.locksLeftAlone = rancher.locksLeftAlone;
+  }
+
   if (hasBefore) {
     totals.controllerLockRequestsPerHourBefore = ctrlCost(before['fleet-controller']);
     totals.agentLockRequestsPerHourBefore = agentLocksBefore;
