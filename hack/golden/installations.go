@@ -233,6 +233,14 @@ func (c *clusters) imported(name string, ann map[string]string, e, fleetEnv []in
 	return c
 }
 
+// importedDriver is imported with the management Cluster's
+// status.driver (Rancher v2.15's imported day-2 operations read it).
+func (c *clusters) importedDriver(name, driver string, ann map[string]string, e, fleetEnv []interface{}) *clusters {
+	c.imported(name, ann, e, fleetEnv)
+	_ = unstructured.SetNestedField(c.mgmts[len(c.mgmts)-1].Object, driver, "status", "driver")
+	return c
+}
+
 // legacy adds a legacy Rancher cluster c-xxxxx: the management Cluster is
 // the source; fleetAnn are override annotations someone put on its fleet
 // Cluster (they do not apply).
@@ -489,6 +497,21 @@ func installations() []installation {
 		out = append(out, setup{noState: true, values: map[string]string{"fleet-leader-election-lease-duration": "40s"},
 			channel: fleet.ChannelAgentManagement, ctrlEnv: env(p.EnvName(election.LeaseDuration), "30s", p.EnvName(election.RetryPeriod), "10000ms"),
 			rancherConfig: str("leaderElection:\nagent: {}\n"), clusters: cl}.build("agentmanagement without FLEET_AGENT_ELECTION_*, partial entries, no state"))
+	}
+	// Fleet v0.16 beside Rancher v2.15 with entries an earlier leasetune
+	// wrote on imported clusters' management Clusters: removing them is a
+	// write, which on RKE2/K3s clusters with day-2 operations re-runs
+	// system-agent's Plan on every node (rancher.ImportedDay2Ops); not on
+	// one whose operations are off, nor on an EKS cluster.
+	{
+		var cl clusters
+		rec := map[string]string{agentenv.RecordAnnotation: owned("40s", "30s", "5s")}
+		cl.importedDriver("rke2-imp", "rke2", rec, cattle("40s", "30s", "5s"), nil)
+		cl.importedDriver("k3s-imp", "k3s", rec, cattle("40s", "30s", "5s"), nil)
+		cl.importedDriver("k3s-noops", "k3s", with(rec, rancher.OperationsEnabledAnnotation, "false"), cattle("40s", "30s", "5s"), nil)
+		cl.importedDriver("eks-imp", "EKS", rec, cattle("40s", "30s", "5s"), nil)
+		out = append(out, setup{effective: atDefaults, channel: fleet.ChannelAgentManagement, ctrlEnv: chartCtrl, amEnv: chartAgent, fleetVersion: "v0.16.1",
+			rancher: rancherDeployment("v2.15.0", 3, nil, nil), clusters: cl}.build("agentmanagement beside Rancher v2.15, old entries on imported clusters (day-2 operations)"))
 	}
 	return out
 }

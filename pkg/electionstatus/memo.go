@@ -126,6 +126,7 @@ type deps struct {
 	err               string
 	rancherManaged    bool
 	provisioned       bool
+	replans           bool
 	clusterAgentReads bool
 	ignored           bool
 }
@@ -147,6 +148,7 @@ func dependencies(c *inventory.Cluster) (deps, bool) {
 	}
 	d.targetRV, d.target = rt.Target.GetResourceVersion(), rt.TargetRef
 	d.rancherManaged, d.provisioned, d.clusterAgentReads, d.ignored = rt.RancherManaged, rt.Provisioned, rt.ClusterAgentReads, len(rt.Ignored) > 0
+	d.replans = rt.Replans
 	return d, d.targetRV != ""
 }
 
@@ -163,7 +165,7 @@ func deriveOutcome(c *inventory.Cluster, agent settings.ComponentStatus, ch flee
 	}
 	rt := c.Routing
 	facts := agentenv.FactsOf(rt.Target)
-	g := Group{RancherManaged: rt.RancherManaged, Provisioned: rt.Provisioned, ClusterAgentReads: rt.ClusterAgentReads,
+	g := Group{RancherManaged: rt.RancherManaged, Provisioned: rt.Provisioned, Replans: rt.Replans, ClusterAgentReads: rt.ClusterAgentReads,
 		Entries: envVarsOf(facts.Entries), Record: facts.Record, Malformed: facts.Malformed, Overrides: overridesOf(facts)}
 	if rt.TargetRef.GVR != agentenv.FleetClusterGVR {
 		g.FleetEntries = envVarsOf(agentenv.ClusterEnvOf(c.Fleet).Env)

@@ -225,6 +225,11 @@ type Group struct {
 	RancherManaged    bool `json:"rancherManaged,omitempty"`
 	Provisioned       bool `json:"provisioned,omitempty"`
 	ClusterAgentReads bool `json:"clusterAgentReads,omitempty"`
+	// Replans: a write of the source's spec.agentEnvVars re-runs
+	// system-agent's upgrade Plan on every node (agentenv.Routing.Replans:
+	// provisioned clusters, and imported RKE2/K3s clusters with day-2
+	// operations beside Rancher v2.15+).
+	Replans bool `json:"replans,omitempty"`
 	// Overrides are the override annotations set on the source object
 	// (by field name; absent ones left out).
 	Overrides map[string]string `json:"overrides,omitempty"`

@@ -90,3 +90,55 @@ func (v Version) ImportedSourceIsManagement() bool {
 func (v Version) ClusterAgentReadsElectionEnv() bool {
 	return !v.Known || v.AtLeast(2, 8, 3)
 }
+
+// ImportedPlansReadAgentEnv reports whether, beside this Rancher, the
+// management Cluster's spec.agentEnvVars of an imported RKE2/K3s cluster
+// with day-2 operations goes into system-agent's upgrade Plans, so that a
+// write of it re-runs a job on every node of that cluster: v2.15.0+
+// (rancher/rancher v2.15.0 pkg/controllers/management/systemagent/
+// controller.go: installer :1147-1153 renders the Plans from planEnv
+// :1196-1199, every spec.agentEnvVars entry but CATTLE_ROLE_NONE; the
+// Plans are re-applied when their hash changes, :307-335). Before v2.15
+// only provisioned clusters' Plans carry the env (v2.14.4 pkg/controllers/
+// capr/managesystemagent/managesystemagent.go:246-249). An unknown version
+// is taken as one that does: a re-plan counted that does not happen costs
+// nothing, one that happens uncounted restarts every node unannounced.
+func (v Version) ImportedPlansReadAgentEnv() bool {
+	return !v.Known || v.AtLeast(2, 15, 0)
+}
+
+// Facts of a management Cluster that decide Rancher v2.15's imported
+// day-2 operations (rancher/rancher v2.15.0).
+const (
+	// ProviderLabel: pkg/controllers/dashboard/kubernetesprovider/
+	// kubernetesprovider.go:14.
+	ProviderLabel = "provider.cattle.io"
+	// OperationsEnabledAnnotation: systemagent/controller.go:54.
+	OperationsEnabledAnnotation = "rancher.io/operations-enabled"
+	// AdministratedAnnotation: systemagent/controller.go:164.
+	AdministratedAnnotation = "provisioning.cattle.io/administrated"
+)
+
+// ImportedDay2Ops reports whether Rancher v2.15's imported-system-agent
+// handler renders upgrade Plans for the management Cluster name with
+// these labels, annotations and status.driver
+// (systemagent/controller.go onChange :218-241): shouldInstall :155-183
+// (not "local", not administrated, driver k3s or rke2 or the provider
+// label rke2 or k3s) and OperationsEnabledForCluster :72-91 (the
+// annotation "true" or "false", else the setting
+// imported-cluster-day2-ops-enabled, default "true": pkg/settings/
+// setting.go:471; the feature imported-day-2-ops is on by default:
+// pkg/features/feature.go:201-205). leasetune reads neither the setting nor
+// the feature: without the annotation "false" day-2 operations are taken
+// as on, their defaults.
+func ImportedDay2Ops(name string, labels, annotations map[string]string, driver string) bool {
+	if name == "local" || annotations[AdministratedAnnotation] == "true" {
+		return false
+	}
+	switch {
+	case driver == "k3s", driver == "rke2", labels[ProviderLabel] == "rke2", labels[ProviderLabel] == "k3s":
+	default:
+		return false
+	}
+	return annotations[OperationsEnabledAnnotation] != "false"
+}

@@ -344,3 +344,54 @@ func TestIsSourceAgreesWithRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteReplans: a write of an imported RKE2/K3s cluster's management
+// Cluster re-plans every node beside Rancher v2.15+ when day-2 operations
+// are on (rancher.ImportedDay2Ops); provisioned clusters always; other
+// imported clusters, or before v2.15, never. The slim copy keeps what it
+// takes.
+func TestRouteReplans(t *testing.T) {
+	managed := obj("Cluster", "fleet-default", "prod", map[string]string{MgmtNameLabel: "c-m-abcd1234"}, nil)
+	provImported := obj("Cluster", "fleet-default", "prod", nil, map[string]interface{}{"status": map[string]interface{}{"clusterName": "c-m-abcd1234"}})
+	provRKE := obj("Cluster", "fleet-default", "prod", nil, map[string]interface{}{
+		"spec": map[string]interface{}{"rkeConfig": map[string]interface{}{}}, "status": map[string]interface{}{"clusterName": "c-m-abcd1234"}})
+	mgmt := func(labels, annotations map[string]string, driver string) *unstructured.Unstructured {
+		m := obj("Cluster", "", "c-m-abcd1234", labels, map[string]interface{}{"status": map[string]interface{}{"driver": driver, "conditions": []interface{}{}}})
+		m.SetAnnotations(annotations)
+		m.SetResourceVersion("3")
+		s, err := slim(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.(*unstructured.Unstructured)
+	}
+	v := func(s string) rancher.Version { r, _ := rancher.Parse(s); return r }
+	for _, c := range []struct {
+		name string
+		rv   rancher.Version
+		prov *unstructured.Unstructured
+		mgmt *unstructured.Unstructured
+		want bool
+	}{
+		{"imported rke2 beside v2.15.0", v("v2.15.0"), provImported, mgmt(nil, nil, "rke2"), true},
+		{"imported k3s (provider label) beside v2.15.0", v("v2.15.0"), provImported, mgmt(map[string]string{rancher.ProviderLabel: "k3s"}, nil, "imported"), true},
+		{"imported rke2, operations-enabled false", v("v2.15.0"), provImported, mgmt(nil, map[string]string{rancher.OperationsEnabledAnnotation: "false"}, "rke2"), false},
+		{"imported rke2, administrated", v("v2.15.0"), provImported, mgmt(nil, map[string]string{rancher.AdministratedAnnotation: "true"}, "rke2"), false},
+		{"imported EKS beside v2.15.0", v("v2.15.0"), provImported, mgmt(nil, nil, "EKS"), false},
+		{"imported rke2 beside v2.14.4", v("v2.14.4"), provImported, mgmt(nil, nil, "rke2"), false},
+		{"imported rke2, unknown Rancher: the provisioning Cluster is written, no Plan reads it", rancher.Version{}, provImported, mgmt(nil, nil, "rke2"), false},
+		{"provisioned beside v2.14.4", v("v2.14.4"), provRKE, mgmt(nil, nil, "rke2"), true},
+		{"provisioned beside v2.15.0", v("v2.15.0"), provRKE, mgmt(nil, nil, "rke2"), true},
+	} {
+		r, err := Route(managed, c.prov, c.mgmt, c.rv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Replans != c.want {
+			t.Errorf("%s: Replans %v, want %v (target %s)", c.name, r.Replans, c.want, r.TargetRef)
+		}
+		if got := Restarts(r); strings.Contains(got, "every node") != c.want {
+			t.Errorf("%s: Restarts %q", c.name, got)
+		}
+	}
+}

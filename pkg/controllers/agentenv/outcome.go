@@ -145,7 +145,7 @@ func IsFenceMessage(status string) bool { return strings.Contains(status, fenced
 // Restarts says what a change of a routed object's agent env redeploys.
 func Restarts(rt Routing) string {
 	switch {
-	case rt.Provisioned:
+	case rt.Replans:
 		return "fleet-agent, cattle-cluster-agent and the system agent on every node"
 	case rt.RancherManaged:
 		return "fleet-agent and cattle-cluster-agent"

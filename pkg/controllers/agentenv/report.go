@@ -78,7 +78,7 @@ func (c *Controller) reportWrite(key string, rt Routing, d Decision) {
 	if rt.RancherManaged {
 		metrics.Restarts.WithLabelValues("cattle-cluster-agent").Inc()
 	}
-	if rt.Provisioned {
+	if rt.Replans {
 		metrics.Restarts.WithLabelValues("node-plan").Inc()
 	}
 	if at := c.prop.since(); !at.IsZero() {
@@ -97,7 +97,7 @@ func (c *Controller) reportWrite(key string, rt Routing, d Decision) {
 	} else {
 		c.log.Info("agent env updated", "object", rt.TargetRef.String(), "timings", d.Effective.String(), "redeploys", restarts)
 	}
-	if !c.prop.count(key, clusterWrite{removed: d.Record == nil, cattle: rt.RancherManaged, replans: rt.Provisioned}) {
+	if !c.prop.count(key, clusterWrite{removed: d.Record == nil, cattle: rt.RancherManaged, replans: rt.Replans}) {
 		c.event(rt.Target, corev1.EventTypeNormal, ReasonUpdated, msg)
 	}
 }

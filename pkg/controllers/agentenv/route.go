@@ -45,6 +45,13 @@ type Routing struct {
 	RancherManaged bool
 	// Provisioned is true for RKE2/K3s clusters Rancher provisions.
 	Provisioned bool
+	// Replans is true when a write of the target's spec.agentEnvVars
+	// re-runs system-agent's upgrade Plan on every node of the cluster:
+	// provisioned clusters (their Plans carry the provisioning Cluster's
+	// env), and, beside Rancher v2.15+, imported RKE2/K3s clusters with
+	// day-2 operations (rancher.ImportedDay2Ops: their Plans carry the
+	// management Cluster's env).
+	Replans bool
 	// ClusterAgentReads is true when cattle-cluster-agent reads the
 	// CATTLE_ELECTION_* entries of this list
 	// (rancher.Version.ClusterAgentReadsElectionEnv).
@@ -101,7 +108,8 @@ func Route(fc, prov, mgmt *unstructured.Unstructured, rv rancher.Version) (Routi
 			return Routing{}, fmt.Errorf("fleet Cluster %s/%s: management Cluster %q not found", fc.GetNamespace(), fc.GetName(), mgmtName)
 		}
 		rt := Routing{Target: mgmt, TargetRef: refOf(ManagementClusterGVR, mgmt), RancherManaged: true, Legacy: legacy,
-			ClusterAgentReads: rv.ClusterAgentReadsElectionEnv()}
+			ClusterAgentReads: rv.ClusterAgentReadsElectionEnv(),
+			Replans:           imported && rv.ImportedPlansReadAgentEnv() && importedDay2Ops(mgmt)}
 		// Rancher copies no election.cattle.io/* key to the provisioning or
 		// the fleet Cluster here (CleanAnnotationsForExport drops keys
 		// containing "cattle.io/"; v2.11's updateImportedCluster reads the
@@ -112,13 +120,20 @@ func Route(fc, prov, mgmt *unstructured.Unstructured, rv rancher.Version) (Routi
 	if prov == nil {
 		return Routing{}, fmt.Errorf("fleet Cluster %s/%s: no provisioning Cluster with status.clusterName %q", fc.GetNamespace(), fc.GetName(), mgmtName)
 	}
-	rt := Routing{Target: prov, TargetRef: refOf(ProvisioningClusterGVR, prov), RancherManaged: true, Provisioned: !imported,
+	rt := Routing{Target: prov, TargetRef: refOf(ProvisioningClusterGVR, prov), RancherManaged: true, Provisioned: !imported, Replans: !imported,
 		ClusterAgentReads: rv.ClusterAgentReadsElectionEnv()}
 	// The management Cluster carries Rancher's copies of every annotation
 	// of the provisioning Cluster: never reported. The fleet Cluster gets
 	// none of election.cattle.io/* (fleetcluster.go copies annotations from
 	// v2.9.3 through CleanAnnotationsForExport; none before).
 	return rt.withIgnored(fc), nil
+}
+
+// importedDay2Ops is rancher.ImportedDay2Ops of a (slim) management
+// Cluster.
+func importedDay2Ops(mgmt *unstructured.Unstructured) bool {
+	driver, _, _ := unstructured.NestedString(mgmt.Object, "status", "driver")
+	return rancher.ImportedDay2Ops(mgmt.GetName(), mgmt.GetLabels(), mgmt.GetAnnotations(), driver)
 }
 
 // IsSource reports whether u, an object of kind gvr, is the source of a

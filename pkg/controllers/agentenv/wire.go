@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"leasetune.io/leasetune/pkg/rancher"
 )
 
 // This file reads cluster objects off the wire straight into their slim
@@ -146,7 +148,8 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 		kept                     = map[string]string{}
 		env                      []byte
 		rke                      bool
-		clusterName              string
+		clusterName, driver      string
+		provider                 string
 		shapeErr                 error
 	)
 	readStringMap := func(it *jsoniter.Iterator, field string, each func(k, v string)) {
@@ -205,13 +208,17 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 						if lk == MgmtNameLabel {
 							mgmtName, hasMgmtName = lv, true
 						}
+						if lk == rancher.ProviderLabel {
+							provider = lv
+						}
 					})
 				case "annotations":
 					readStringMap(it, "metadata.annotations", func(ak, av string) {
 						if ak != RecordAnnotation && ak != StatusAnnotation {
 							fp.put("metadata.annotations", ak, []byte(av))
 						}
-						if strings.HasPrefix(ak, "leasetune.io/") || strings.HasPrefix(ak, "election.cattle.io/") {
+						if strings.HasPrefix(ak, "leasetune.io/") || strings.HasPrefix(ak, "election.cattle.io/") ||
+							ak == rancher.OperationsEnabledAnnotation || ak == rancher.AdministratedAnnotation {
 							kept[interned.of(ak)] = interned.of(av)
 						}
 					})
@@ -247,6 +254,12 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 			it.ReadObjectCB(func(it *jsoniter.Iterator, sk string) bool {
 				if sk == "clusterName" && it.WhatIsNext() == jsoniter.StringValue {
 					clusterName = it.ReadString()
+				} else if sk == "driver" && it.WhatIsNext() == jsoniter.StringValue {
+					// A management Cluster's driver (Rancher v2.15's
+					// imported day-2 operations, rancher.ImportedDay2Ops);
+					// hashed so that its change is not taken for a resync.
+					driver = it.ReadString()
+					fp.put("status", sk, []byte(driver))
 				} else {
 					it.Skip()
 				}
@@ -283,8 +296,15 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 	out.SetName(name)
 	out.SetUID(types.UID(uid))
 	out.SetResourceVersion(rv)
-	if hasMgmtName {
-		out.SetLabels(map[string]string{MgmtNameLabel: mgmtName})
+	if hasMgmtName || provider != "" {
+		labels := map[string]string{}
+		if hasMgmtName {
+			labels[MgmtNameLabel] = mgmtName
+		}
+		if provider != "" {
+			labels[rancher.ProviderLabel] = interned.of(provider)
+		}
+		out.SetLabels(labels)
 	}
 	out.SetAnnotations(kept)
 	out.Object[fingerprintKey] = hex.EncodeToString(fp.h.Sum(nil))
@@ -299,8 +319,15 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 	if len(spec) > 0 {
 		out.Object["spec"] = spec
 	}
-	if clusterName != "" {
-		out.Object["status"] = map[string]interface{}{"clusterName": clusterName}
+	if clusterName != "" || driver != "" {
+		status := map[string]interface{}{}
+		if clusterName != "" {
+			status["clusterName"] = clusterName
+		}
+		if driver != "" {
+			status["driver"] = interned.of(driver)
+		}
+		out.Object["status"] = status
 	}
 	return out, nil
 }

@@ -345,7 +345,7 @@ export function decideGroup(g, global, ch) {
 
 // restartsOf is agentenv.Restarts of a group.
 function restartsOf(g) {
-  if (g.provisioned) {
+  if (g.replans) {
     return 'fleet-agent, cattle-cluster-agent and the system agent on every node';
   } else if (g.rancherManaged) {
     return 'fleet-agent and cattle-cluster-agent';
@@ -585,7 +585,7 @@ export function plan(status, component, want, writes) {
     deploymentRollouts:            objects.filter((o) => o.startsWith('Deployment ')).length,
     fleetAgentRedeploys:           agentRollout ? (status.agents?.clusters || 0) : out.clusterChangeCount,
     clusterAgentRedeploys:         out.clusterChanges.filter((c) => c.group.rancherManaged).reduce((n, c) => n + c.count, 0),
-    nodePlanClusters:              out.clusterChanges.filter((c) => c.group.provisioned).reduce((n, c) => n + c.count, 0),
+    nodePlanClusters:              out.clusterChanges.filter((c) => c.group.replans).reduce((n, c) => n + c.count, 0),
     controllerLockRequestsPerHour: ctrlCost(ctrl),
     agentLockRequestsPerHour:      agentLocksAfter,
     rancherRollout:                out.changes.some((c) => c.object.startsWith('Deployment ') && c.restarts.includes('Rancher replica')),
