@@ -73,7 +73,11 @@ type Double struct {
 	mu         sync.Mutex
 	writes     map[objectKey]int
 	reconciles int
-	errs       []error
+	// planRuns and planApplied: Plan runs by management Cluster name and
+	// the hash last applied (systemagent.go).
+	planRuns    map[string]int
+	planApplied map[string]string
+	errs        []error
 }
 
 type objectKey struct {
@@ -114,7 +118,7 @@ func Start(ctx context.Context, opts Options) (*Double, error) {
 		queue:  workqueue.NewRateLimitingQueue(workqueue.NewItemExponentialFailureRateLimiter(20*time.Millisecond, 2*time.Second)),
 		cancel: cancel,
 		done:   make(chan struct{}),
-		writes: map[objectKey]int{},
+		writes: map[objectKey]int{}, planRuns: map[string]int{}, planApplied: map[string]string{},
 	}
 	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, opts.Resync)
 	d.prov = f.ForResource(ProvisioningClusters).Informer()

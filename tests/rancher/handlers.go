@@ -103,6 +103,9 @@ func (d *Double) syncMgmt(ctx context.Context, name string) error {
 	if wrote, err := d.assignWorkspace(ctx, mgmt); err != nil || wrote {
 		return err // the write brings the object back through the queue
 	}
+	if wrote, err := d.importedSystemAgent(ctx, mgmt); err != nil || wrote {
+		return err
+	}
 	return d.legacyProvisioningCluster(ctx, mgmt)
 }
 

@@ -88,3 +88,12 @@ func (v version) unknownSettings() unknownSettingsAction {
 		return unknownKeep
 	}
 }
+
+// importedSystemAgentPlans: from v2.15.0 the "imported-system-agent-setup"
+// handler (pkg/controllers/management/systemagent/controller.go, Register
+// :127-153, onChange :218-241) renders system-agent's upgrade Plans of an
+// imported RKE2/K3s cluster with day-2 operations from its management
+// Cluster's spec.agentEnvVars (installer :1147-1153, planEnv :1196-1230),
+// and the management Cluster CRD has a status subresource
+// (pkg/crds/dashboard/crds.go:71-72, c.Status = true; false at v2.14.4).
+func (v version) importedSystemAgentPlans() bool { return v.atLeast(15, 0) }
