@@ -14,7 +14,9 @@ source "$root/scripts/lib/cache.sh"
 # builds tools/controlplane-1.28 instead (the oldest Kubernetes the chart
 # claims: `make test-smoke`), LEASETUNE_KUBE=1.32 tools/controlplane-1.32
 # (the suite beside the real Rancher v2.12.12: its chart wants < 1.34).
-tools="$root/tools/controlplane${LEASETUNE_KUBE:+-$LEASETUNE_KUBE}"
+kube="${LEASETUNE_KUBE:-}"
+[[ "$kube" == 1.36 ]] && kube= # the default's own version names it too
+tools="$root/tools/controlplane${kube:+-$kube}"
 [[ -f "$tools/go.mod" ]] || { echo "controlplane: no $tools/go.mod (LEASETUNE_KUBE=${LEASETUNE_KUBE:-})" >&2; exit 1; }
 command -v go >/dev/null 2>&1 || PATH="/usr/local/go/bin:$PATH"
 

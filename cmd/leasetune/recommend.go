@@ -139,10 +139,8 @@ func (o *recommendOptions) Run(ctx context.Context) error {
 	if o.clusters.set {
 		in := recommend.Installation{Clusters: o.clusters.value, ControllerLocks: o.controllerLocks.value, Followers: o.followers.value,
 			RancherReplicas: o.rancherReplicas.value, Behaviour: o.target.Behaviour}
-		opts := inventory.Options{Namespace: o.ns, RancherNamespace: o.rancherNS, RancherDeployment: o.rancherDep, Parts: inventory.Settings | inventory.State}
-		if !o.rancherReplicas.set {
-			opts.Parts |= inventory.RancherDeployment
-		}
+		opts := inventory.Options{Namespace: o.ns, RancherNamespace: o.rancherNS, RancherDeployment: o.rancherDep,
+			Parts: inventory.Settings | inventory.State | inventory.RancherDeployment}
 		var snap *inventory.Snapshot
 		var err error
 		if res.current, res.source, snap, err = readInEffect(ctx, &o.kf, opts); err != nil {
@@ -152,6 +150,7 @@ func (o *recommendOptions) Run(ctx context.Context) error {
 			in.RancherReplicas = snap.RancherReplicas // 0 without a Rancher Deployment: its lock is left out
 		}
 		res.installation = &in
+		res.leftAlone, res.leftAloneScope = leftAloneOf(snap)
 	}
 	if o.output == "json" {
 		return res.json(o.out)
@@ -166,6 +165,26 @@ type recommendation struct {
 	installation *recommend.Installation
 	current      map[settings.Component]election.Timings
 	source       string
+	// leftAlone are the locks of the Rancher read (or of any current
+	// Rancher, without --kubeconfig) the settings do not reach; the scope
+	// says which Rancher.
+	leftAlone      []locks.Lock
+	leftAloneScope string
+}
+
+// leftAloneOf is pkg/locks.LeftAlone of the Rancher in snap: every
+// current Rancher's without a cluster read, none without a Rancher
+// Deployment.
+func leftAloneOf(snap *inventory.Snapshot) ([]locks.Lock, string) {
+	switch {
+	case snap == nil:
+		return locks.LeftAlone(0), "on Rancher v2.13+ (rancher-webhook's from v2.14)"
+	case snap.Rancher == nil:
+		return nil, ""
+	case !snap.RancherVersion.Known:
+		return locks.LeftAlone(0), "beside this Rancher (its version unknown)"
+	}
+	return locks.LeftAlone(snap.RancherVersion.Minor), "beside Rancher " + snap.RancherVersion.String()
 }
 
 func (r recommendation) text(w io.Writer) error {
@@ -221,15 +240,16 @@ func (r recommendation) text(w io.Writer) error {
 		if in.RancherReplicas == 0 {
 			fmt.Fprintln(w, "  (Rancher's own lock left out: --rancher-replicas N, or --kubeconfig to read it)")
 		}
-		left := locks.LeftAlone(0)
-		var perHour float64
-		var names []string
-		for _, l := range left {
-			perHour += l.RequestsPerHour()
-			names = append(names, l.Component+" "+l.Namespace+"/"+l.Name+" ("+l.Defaults.String()+")")
+		if len(r.leftAlone) > 0 {
+			var perHour float64
+			var names []string
+			for _, l := range r.leftAlone {
+				perHour += l.RequestsPerHour()
+				names = append(names, l.Component+" "+l.Namespace+"/"+l.Name+" ("+l.Defaults.String()+")")
+			}
+			fmt.Fprintf(w, "  not counted, %s: %s, about %s requests per hour (one replica each, client-go v0.30+ leaders), which these settings do not reach (leasetune plan and docs/design.md say how to change them)\n",
+				r.leftAloneScope, strings.Join(names, ", "), thousands(perHour))
 		}
-		fmt.Fprintf(w, "  not counted, on Rancher v2.13+: %s, about %s requests per hour, which these settings do not reach (leasetune plan and docs/design.md say how to change them)\n",
-			strings.Join(names, " and "), thousands(perHour))
 	}
 	return nil
 }
@@ -262,9 +282,11 @@ type installationJSON struct {
 	Rancher         string  `json:"rancher,omitempty"`
 	PerHour         float64 `json:"perHour"`
 	Recommended     float64 `json:"recommendedPerHour"`
-	// LeftAlonePerHour is what the locks Rancher v2.13+ installs and these
-	// settings do not reach cost at their defaults (pkg/locks).
-	LeftAlonePerHour float64 `json:"leftAlonePerHourOnRancher213"`
+	// LeftAlonePerHour is what the locks Rancher installs and these
+	// settings do not reach cost at their defaults (pkg/locks; every
+	// current Rancher's without --kubeconfig), LeftAlone names them.
+	LeftAlonePerHour float64  `json:"leftAlonePerHour"`
+	LeftAlone        []string `json:"leftAlone,omitempty"`
 }
 
 func (r recommendation) json(w io.Writer) error {
@@ -284,8 +306,9 @@ func (r recommendation) json(w io.Writer) error {
 		if in.RancherReplicas > 0 {
 			inst.Rancher = ran.String()
 		}
-		for _, l := range locks.LeftAlone(0) {
+		for _, l := range r.leftAlone {
 			inst.LeftAlonePerHour += l.RequestsPerHour()
+			inst.LeftAlone = append(inst.LeftAlone, l.Namespace+"/"+l.Name)
 		}
 		out.Installation = inst
 	}

@@ -20,9 +20,11 @@ func TestRecommend(t *testing.T) {
 		"363,600 lock requests per hour", // 505 × 720 at Fleet's defaults
 		"recommended on both: 404,000 lock requests per hour (+11%)",
 		"Rancher's own lock left out: --rancher-replicas N",
-		// pkg/locks: rancher-turtles' and Cluster API's, 1,800 an hour each.
-		"not counted, on Rancher v2.13+: rancher-turtles cattle-turtles-system/controller-leader-election-rancher-turtles (leaseDuration=15s renewDeadline=10s retryPeriod=2s) and cluster-api",
-		"about 3,600 requests per hour, which these settings do not reach",
+		// pkg/locks: rancher-turtles', Cluster API's and rancher-webhook's,
+		// 1,800 an hour each.
+		"not counted, on Rancher v2.13+ (rancher-webhook's from v2.14): rancher-turtles cattle-turtles-system/controller-leader-election-rancher-turtles (leaseDuration=15s renewDeadline=10s retryPeriod=2s), cluster-api",
+		"rancher-webhook cattle-system/rancher-webhook-leader",
+		"about 5,400 requests per hour (one replica each, client-go v0.30+ leaders), which these settings do not reach",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -220,7 +220,8 @@ type Group struct {
 	Count int `json:"count"`
 	// RancherManaged: Rancher generates the fleet Cluster (the env also
 	// reaches cattle-cluster-agent); Provisioned: an RKE2/K3s cluster
-	// Rancher provisions (every node is re-planned on a change);
+	// Rancher provisions (Replans below says whether a change re-plans
+	// its nodes);
 	// ClusterAgentReads: cattle-cluster-agent reads the entries.
 	RancherManaged    bool `json:"rancherManaged,omitempty"`
 	Provisioned       bool `json:"provisioned,omitempty"`

@@ -20,9 +20,11 @@ type Lock struct {
 	// Name + "-<suffix>" (a Fleet shard's lock).
 	Name   string
 	Prefix bool
-	// Namespace is where the component's chart puts it; AnyNamespace: the
-	// namespace comes from the pod's or a flag and the name alone
-	// identifies the lock.
+	// Namespace is where Rancher (or the component's chart) puts it; a
+	// lock of that name elsewhere is another installation's (a
+	// clusterctl-installed Cluster API, a user's cluster-autoscaler) and
+	// not attributed. AnyNamespace: Fleet's, whose namespace is the Fleet
+	// release's or the agent's, and the name alone identifies the lock.
 	Namespace    string
 	AnyNamespace bool
 	// Component holds it; Governed is the component whose leasetune
@@ -39,6 +41,10 @@ type Lock struct {
 	// an operator changes its triple (for a lock leasetune leaves alone),
 	// Source where the facts were read.
 	Rancher, Change, Source string
+	// Since is the Rancher v2 minor from which Rancher installs the
+	// component in its own cluster by default (0: it does not; a user
+	// installs it, or it runs downstream): LeftAlone lists those.
+	Since int
 }
 
 // controllerRuntimeDefaults is controller-runtime's triple
@@ -78,19 +84,19 @@ var Catalogue = []Lock{
 	// chart 110.0.0+up0.27.0, build.yaml:4), and turtles installs the
 	// Cluster API core controller (image cluster-api-controller v1.13.3 on
 	// v2.15.0, scripts/package-env:16).
-	{Name: "controller-leader-election-rancher-turtles", Namespace: "cattle-turtles-system", AnyNamespace: true, Component: "rancher-turtles",
-		Defaults: controllerRuntimeDefaults, Rancher: "v2.13+",
+	{Name: "controller-leader-election-rancher-turtles", Namespace: "cattle-turtles-system", Component: "rancher-turtles",
+		Defaults: controllerRuntimeDefaults, Rancher: "v2.13+", Since: 13,
 		Change: "the flags --leader-elect-lease-duration, --leader-elect-renew-deadline and --leader-elect-retry-period in the rancher-turtles chart's managerArguments (with Rancher: the key rancher-turtles of the ConfigMap cattle-system/rancher-config)",
 		Source: "rancher/turtles v0.27.0 main.go:90-99 (flag defaults 15s/10s/2s), 145-150 (LeaderElectionID; no LeaderElectionNamespace: the pod's); charts/rancher-turtles/values.yaml:16 namespace, templates/deployment.yaml:9 replicas: 1"},
-	{Name: "controller-leader-election-capi", Namespace: "cattle-capi-system", AnyNamespace: true, Component: "cluster-api (installed by rancher-turtles)",
-		Defaults: controllerRuntimeDefaults, Rancher: "v2.13+",
+	{Name: "controller-leader-election-capi", Namespace: "cattle-capi-system", Component: "cluster-api (installed by rancher-turtles)",
+		Defaults: controllerRuntimeDefaults, Rancher: "v2.13+", Since: 13,
 		Change: "spec.manager.leaderElection of the CAPIProvider cattle-capi-system/cluster-api (the Cluster API operator turns it into the --leader-elect-* flags)",
 		Source: "kubernetes-sigs/cluster-api v1.13.3 main.go:158-167 (flag defaults 15s/10s/2s), 364-369 (LeaderElectionID); cluster-api-operator v0.27.0 internal/controller/phase_load.go:88 (into the CAPIProvider's namespace), component_customizer.go:246-247, 393-416 (spec.manager.leaderElection to flags)"},
-	{Name: "rke2-bootstrap-manager-leader-election-capi", Namespace: "rke2-bootstrap-system", AnyNamespace: true, Component: "cluster-api-provider-rke2 bootstrap",
+	{Name: "rke2-bootstrap-manager-leader-election-capi", Namespace: "rke2-bootstrap-system", Component: "cluster-api-provider-rke2 bootstrap",
 		Defaults: controllerRuntimeDefaults, Rancher: "v2.13+, when the rancher-turtles-providers chart is installed",
 		Change: "spec.manager.leaderElection of its CAPIProvider",
 		Source: "rancher/cluster-api-provider-rke2 v0.25.0 bootstrap/main.go:179 (LeaderElectionID)"},
-	{Name: "rke2-controlplane-manager-leader-election-capi", Namespace: "rke2-control-plane-system", AnyNamespace: true, Component: "cluster-api-provider-rke2 control plane",
+	{Name: "rke2-controlplane-manager-leader-election-capi", Namespace: "rke2-control-plane-system", Component: "cluster-api-provider-rke2 control plane",
 		Defaults: controllerRuntimeDefaults, Rancher: "v2.13+, when the rancher-turtles-providers chart is installed",
 		Change: "spec.manager.leaderElection of its CAPIProvider",
 		Source: "rancher/cluster-api-provider-rke2 v0.25.0 controlplane/main.go:212 (LeaderElectionID)"},
@@ -99,10 +105,17 @@ var Catalogue = []Lock{
 	// pkg/controllers/capr/autoscaler/fleet.go:67 DefaultNamespace
 	// kube-system, :72 ReleaseName cluster-autoscaler, :90-91 extraArgs
 	// {v: 2}, :138-141 re-applied on drift).
-	{Name: "cluster-autoscaler", Namespace: "kube-system", AnyNamespace: true, Component: "cluster-autoscaler", Downstream: true,
+	{Name: "cluster-autoscaler", Namespace: "kube-system", Component: "cluster-autoscaler", Downstream: true,
 		Defaults: controllerRuntimeDefaults, Rancher: "v2.13+ Prime, per downstream cluster with autoscaling",
 		Change: "none Rancher supports: Rancher generates the HelmOp's values (extraArgs v: 2 only) and re-applies them when they drift",
 		Source: "kubernetes/autoscaler cluster-autoscaler-1.34.0 cluster-autoscaler/main.go:405-408 (the Lease cluster-autoscaler in --namespace, default kube-system: config/flags/flags.go:71), 420-425 (leaderelection.RunOrDie), 452-454 (15s/10s/2s)"},
+	// rancher-webhook v0.10+ (Rancher v2.14's 109.0.5+up0.10.9, v2.15's
+	// 110.0.0+up0.11.0, build.yaml webhookVersion; v0.9.7 on v2.13 has
+	// none) elects the replica that manages its webhook configurations.
+	{Name: "rancher-webhook-leader", Namespace: "cattle-system", Component: "rancher-webhook",
+		Defaults: controllerRuntimeDefaults, Rancher: "v2.14+", Since: 14,
+		Change: "none: rancher-webhook sets 15s/10s/2s in its code",
+		Source: "rancher/webhook v0.11.0 pkg/server/server.go:38 (namespace cattle-system), 102-118 (the Lease rancher-webhook-leader, 15s/10s/2s; v0.10.9 :105-118); charts/rancher-webhook/values.yaml:36 replicaCount: 1"},
 }
 
 // NoLock are components Rancher installs that run no leader election:
@@ -135,16 +148,13 @@ func Lookup(resource, namespace, name string) (Lock, bool) {
 }
 
 // LeftAlone returns the catalogued locks leasetune's settings do not
-// govern that the given Rancher minor (2.x; 0 when unknown) installs in
-// the local cluster by default: rancher-turtles' and Cluster API's from
-// v2.13.
+// govern that the given Rancher minor (2.x; 0 when unknown: every one)
+// installs in its own cluster by default: rancher-turtles' and Cluster
+// API's from v2.13, rancher-webhook's from v2.14.
 func LeftAlone(rancherMinor int) []Lock {
-	if rancherMinor != 0 && rancherMinor < 13 {
-		return nil
-	}
 	var out []Lock
 	for _, l := range Catalogue {
-		if l.Governed == "" && !l.Downstream && !strings.Contains(l.Rancher, "when") {
+		if l.Governed == "" && l.Since > 0 && (rancherMinor == 0 || rancherMinor >= l.Since) {
 			out = append(out, l)
 		}
 	}

@@ -24,7 +24,11 @@ func TestLookup(t *testing.T) {
 		{"configmaps", "cattle-fleet-system", "fleet-agent-lock", "", ""},
 		{"leases", "cattle-turtles-system", "controller-leader-election-rancher-turtles", "rancher-turtles", ""},
 		{"leases", "cattle-capi-system", "controller-leader-election-capi", "cluster-api (installed by rancher-turtles)", ""},
-		{"leases", "capi-system", "controller-leader-election-capi", "cluster-api (installed by rancher-turtles)", ""},
+		// A clusterctl-installed Cluster API, a user's autoscaler: not
+		// Rancher's, not attributed.
+		{"leases", "capi-system", "controller-leader-election-capi", "", ""},
+		{"leases", "autoscaler", "cluster-autoscaler", "", ""},
+		{"leases", "cattle-system", "rancher-webhook-leader", "rancher-webhook", ""},
 		{"leases", "kube-system", "cluster-autoscaler", "cluster-autoscaler", ""},
 		{"leases", "rke2-bootstrap-system", "rke2-bootstrap-manager-leader-election-capi", "cluster-api-provider-rke2 bootstrap", ""},
 		{"leases", "cattle-system", "api-extension", "", ""},
@@ -59,19 +63,34 @@ func TestCatalogueComplete(t *testing.T) {
 }
 
 func TestLeftAlone(t *testing.T) {
-	if got := LeftAlone(12); len(got) != 0 {
-		t.Errorf("Rancher v2.12: %v, want none (rancher-turtles came with v2.13)", got)
-	}
-	for _, minor := range []int{0, 13, 15} {
-		got := LeftAlone(minor)
+	turtles, capi, webhook := "controller-leader-election-rancher-turtles", "controller-leader-election-capi", "rancher-webhook-leader"
+	for minor, want := range map[int][]string{
+		12: nil,
+		13: {turtles, capi},
+		14: {turtles, capi, webhook},
+		15: {turtles, capi, webhook},
+		0:  {turtles, capi, webhook}, // unknown: every one
+	} {
 		var names []string
-		for _, l := range got {
+		for _, l := range LeftAlone(minor) {
 			names = append(names, l.Name)
 		}
-		if len(got) != 2 || got[0].Name != "controller-leader-election-rancher-turtles" || got[1].Name != "controller-leader-election-capi" {
-			t.Errorf("Rancher v2.%d: %v, want rancher-turtles' and Cluster API's locks", minor, names)
+		if !equal(names, want) {
+			t.Errorf("Rancher v2.%d: %v, want %v", minor, names, want)
 		}
 	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // One replica at 15s/10s/2s with client-go v0.30+: the leader updates

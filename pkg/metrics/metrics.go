@@ -39,8 +39,9 @@ var (
 	// Restarts is the restart ledger: what leasetune's writes restarted, by
 	// kind: "deployment-rollout" (a Fleet Deployment), "rancher-rollout"
 	// (the Rancher Deployment), "fleet-agent",
-	// "cattle-cluster-agent", "node-plan" (a Rancher-provisioned cluster
-	// whose nodes are re-planned).
+	// "cattle-cluster-agent", "node-plan" (a cluster whose nodes'
+	// system-agent Plan runs again: a Rancher-provisioned one, or an
+	// imported RKE2/K3s one with day-2 operations beside Rancher v2.15+).
 	Restarts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "leasetune_restarts_total",
 		Help: "Restarts leasetune's writes caused, by kind (deployment-rollout, rancher-rollout, fleet-agent, cattle-cluster-agent, node-plan).",

@@ -21,6 +21,7 @@ import (
 	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -28,6 +29,8 @@ import (
 type clusterObject struct {
 	gvr schema.GroupVersionResource
 	obj *unstructured.Unstructured
+	// rv is the Rancher version beside which it is written.
+	rv rancher.Version
 }
 
 func (o clusterObject) ref() agentenv.Ref {
@@ -43,6 +46,9 @@ func (o clusterObject) restarts() string {
 		}
 		return "fleet-agent and cattle-cluster-agent"
 	case agentenv.ManagementClusterGVR:
+		if agentenv.ManagementReplans(o.obj, o.rv) {
+			return "fleet-agent, cattle-cluster-agent and the system agent on every node"
+		}
 		return "fleet-agent and cattle-cluster-agent"
 	}
 	return "fleet-agent"
@@ -61,7 +67,7 @@ func clusterObjects(snap *inventory.Snapshot) []clusterObject {
 		{agentenv.ManagementClusterGVR, snap.ManagementClusters},
 	} {
 		for i := range l.items {
-			out = append(out, clusterObject{gvr: l.gvr, obj: &l.items[i]})
+			out = append(out, clusterObject{gvr: l.gvr, obj: &l.items[i], rv: snap.RancherVersion})
 		}
 	}
 	return out

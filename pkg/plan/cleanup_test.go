@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/rancher"
 )
 
 func fleetCluster(name string, ann map[string]string, env ...string) clusterObject {
@@ -71,6 +72,36 @@ func TestCleanupPrintNamesOnlyWhatIsThere(t *testing.T) {
 			if strings.Contains(out, u) {
 				t.Errorf("done=%v: output has %q:\n%s", tc.done, u, out)
 			}
+		}
+	}
+}
+
+// TestCleanupRestartsOfAManagementCluster: removing leasetune's entries
+// from an imported RKE2 cluster's management Cluster says it re-plans
+// every node beside Rancher v2.15 with day-2 operations on (what the
+// controller says of the same write: agentenv.ManagementReplans), not
+// beside v2.14 or with the operations off.
+func TestCleanupRestartsOfAManagementCluster(t *testing.T) {
+	mgmt := func(ann map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Cluster",
+			"status": map[string]interface{}{"driver": "rke2"}}}
+		u.SetName("c-m-abcd1234")
+		u.SetAnnotations(ann)
+		return u
+	}
+	v := func(s string) rancher.Version { r, _ := rancher.Parse(s); return r }
+	for _, c := range []struct {
+		rv   rancher.Version
+		ann  map[string]string
+		want string
+	}{
+		{v("v2.15.0"), nil, "fleet-agent, cattle-cluster-agent and the system agent on every node"},
+		{v("v2.15.0"), map[string]string{rancher.OperationsEnabledAnnotation: "false"}, "fleet-agent and cattle-cluster-agent"},
+		{v("v2.14.4"), nil, "fleet-agent and cattle-cluster-agent"},
+	} {
+		o := clusterObject{gvr: agentenv.ManagementClusterGVR, obj: mgmt(c.ann), rv: c.rv}
+		if got := o.restarts(); got != c.want {
+			t.Errorf("%s %v: %q, want %q", c.rv, c.ann, got, c.want)
 		}
 	}
 }

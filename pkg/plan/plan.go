@@ -498,7 +498,7 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintln(w, ".")
 	}
 	for _, l := range t.LocksLeftAlone {
-		fmt.Fprintf(w, "Left alone: %s's lock %s/%s runs its own %s, about %.0f requests per hour; leasetune's settings do not reach it (%s).\n",
+		fmt.Fprintf(w, "Left alone: %s's lock %s/%s runs its own %s, about %.0f requests per hour (one replica, a client-go v0.30+ leader); leasetune's settings do not reach it (%s).\n",
 			l.Component, l.Namespace, l.Name, l.Defaults, l.RequestsPerHour, l.Change)
 	}
 	if n := r.clusterAgentsRetuned + r.clusterAgentsKept; n > 0 {

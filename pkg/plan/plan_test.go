@@ -178,7 +178,7 @@ func TestRancherConfigFleetV016Schema(t *testing.T) {
 }
 
 // TestLocksLeftAlone: beside Rancher v2.13+ the plan lists rancher-turtles'
-// and Cluster API's locks, which leasetune's settings do not reach, with
+// and Cluster API's locks (and rancher-webhook's from v2.14), which leasetune's settings do not reach, with
 // what they cost at their defaults; beside v2.12 or without Rancher, none.
 func TestLocksLeftAlone(t *testing.T) {
 	for _, tc := range []struct {
@@ -187,7 +187,9 @@ func TestLocksLeftAlone(t *testing.T) {
 	}{
 		{"", nil},
 		{"rancher/rancher:v2.12.12", nil},
-		{"rancher/rancher:v2.15.0", []string{"cattle-turtles-system/controller-leader-election-rancher-turtles", "cattle-capi-system/controller-leader-election-capi"}},
+		{"rancher/rancher:v2.13.8", []string{"cattle-turtles-system/controller-leader-election-rancher-turtles", "cattle-capi-system/controller-leader-election-capi"}},
+		{"rancher/rancher:v2.15.0", []string{"cattle-turtles-system/controller-leader-election-rancher-turtles", "cattle-capi-system/controller-leader-election-capi",
+			"cattle-system/rancher-webhook-leader"}},
 	} {
 		s := snapshotWith(nil)
 		if tc.image != "" {

@@ -8,6 +8,7 @@ package rancher
 
 import (
 	"regexp"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 
@@ -118,6 +119,23 @@ const (
 	// AdministratedAnnotation: systemagent/controller.go:164.
 	AdministratedAnnotation = "provisioning.cattle.io/administrated"
 )
+
+// IsPlanBookkeeping reports whether the annotation key is one Rancher
+// writes on a cluster object as a consequence of its agent env, to track
+// the system-agent upgrade Plans it applied (rancher/rancher v2.15.0
+// pkg/controllers/management/systemagent/controller.go:53-57: the applied
+// hash, stored by an Update of the management Cluster after every change
+// of its env, :354-370, and the operations.cattle.io/imported-* disable
+// state; pkg/controllers/capr/managesystemagent/managesystemagent.go:48,
+// the provisioned clusters' applied hash). A change of one of them is not
+// a change "otherwise" for the revert guard.
+func IsPlanBookkeeping(key string) bool {
+	switch key {
+	case "management.cattle.io/applied-system-agent-upgrader-hash", "rke.cattle.io/applied-system-agent-upgrader-hash":
+		return true
+	}
+	return strings.HasPrefix(key, "operations.cattle.io/imported-")
+}
 
 // ImportedDay2Ops reports whether Rancher v2.15's imported-system-agent
 // handler renders upgrade Plans for the management Cluster name with

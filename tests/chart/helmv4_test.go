@@ -2,6 +2,7 @@ package chart_test
 
 import (
 	"bytes"
+	"fmt"
 	"os/exec"
 	"reflect"
 	"sort"
@@ -24,6 +25,12 @@ func TestHelmMajors(t *testing.T) {
 			t.Fatal(err)
 		}
 		paths[m] = p
+	}
+	for _, m := range helmchart.Majors {
+		out, err := exec.Command(paths[m], "version", "--short").Output()
+		if err != nil || !strings.HasPrefix(string(out), fmt.Sprintf("v%d.", m)) {
+			t.Fatalf("helm at %s: version %q (%v), want v%d", paths[m], out, err, m)
+		}
 	}
 	for _, m := range helmchart.Majors {
 		for _, set := range [][]string{nil, {"--set", "monitoring.enabled=true"}, {"--set", "installCRDs=false,replicaCount=1,podDisruptionBudget.enabled=false"}} {

@@ -365,6 +365,10 @@ func TestRouteReplans(t *testing.T) {
 		}
 		return s.(*unstructured.Unstructured)
 	}
+	mgmtNamed := func(name, driver string) *unstructured.Unstructured {
+		return obj("Cluster", "", name, nil, map[string]interface{}{"status": map[string]interface{}{"driver": driver}})
+	}
+	legacy := obj("Cluster", "fleet-default", "old", map[string]string{MgmtNameLabel: "c-abcde"}, nil)
 	v := func(s string) rancher.Version { r, _ := rancher.Parse(s); return r }
 	for _, c := range []struct {
 		name string
@@ -380,10 +384,18 @@ func TestRouteReplans(t *testing.T) {
 		{"imported EKS beside v2.15.0", v("v2.15.0"), provImported, mgmt(nil, nil, "EKS"), false},
 		{"imported rke2 beside v2.14.4", v("v2.14.4"), provImported, mgmt(nil, nil, "rke2"), false},
 		{"imported rke2, unknown Rancher: the provisioning Cluster is written, no Plan reads it", rancher.Version{}, provImported, mgmt(nil, nil, "rke2"), false},
+		// A legacy-named imported K3s cluster is routed to its management
+		// Cluster even before its provisioning Cluster is cached; Rancher's
+		// handler reads the management Cluster alone.
+		{"legacy-named imported k3s, no provisioning Cluster, beside v2.15.0", v("v2.15.0"), nil, mgmtNamed("c-abcde", "k3s"), true},
 		{"provisioned beside v2.14.4", v("v2.14.4"), provRKE, mgmt(nil, nil, "rke2"), true},
 		{"provisioned beside v2.15.0", v("v2.15.0"), provRKE, mgmt(nil, nil, "rke2"), true},
 	} {
-		r, err := Route(managed, c.prov, c.mgmt, c.rv)
+		fc := managed
+		if c.prov == nil {
+			fc = legacy
+		}
+		r, err := Route(fc, c.prov, c.mgmt, c.rv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -393,5 +405,31 @@ func TestRouteReplans(t *testing.T) {
 		if got := Restarts(r); strings.Contains(got, "every node") != c.want {
 			t.Errorf("%s: Restarts %q", c.name, got)
 		}
+	}
+}
+
+// TestPlanBookkeepingKeepsTheFence: Rancher's Update of the applied-hash
+// annotation after each change of an imported cluster's env (v2.15) is not
+// a change "otherwise": it keeps the revert guard's fence (else every round
+// of a fight with another writer would re-plan every node twice).
+func TestPlanBookkeepingKeepsTheFence(t *testing.T) {
+	mk := func(ann map[string]interface{}) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Cluster",
+			"metadata": map[string]interface{}{"name": "c-m-1", "resourceVersion": "7", "annotations": ann},
+			"spec":     map[string]interface{}{"agentEnvVars": []interface{}{}}, "status": map[string]interface{}{"driver": "rke2"}}}
+	}
+	l := newLedger()
+	l.fence("fleet-default/prod", fingerprint(mk(map[string]interface{}{"management.cattle.io/applied-system-agent-upgrader-hash": "h1"})), "fenced")
+	for _, ann := range []map[string]interface{}{
+		{"management.cattle.io/applied-system-agent-upgrader-hash": "h2"},
+		{"management.cattle.io/applied-system-agent-upgrader-hash": "h2", "operations.cattle.io/imported-cleaning-state": "operations"},
+	} {
+		if _, still := l.fencedMessage("fleet-default/prod", fingerprint(mk(ann))); !still {
+			t.Errorf("%v lifted the fence", ann)
+		}
+	}
+	// A change by someone of anything else still lifts it.
+	if _, still := l.fencedMessage("fleet-default/prod", fingerprint(mk(map[string]interface{}{"team": "a"}))); still {
+		t.Error("a user's annotation kept the fence")
 	}
 }

@@ -85,8 +85,10 @@ func fingerprint(u *unstructured.Unstructured) string {
 }
 
 // Fingerprint is the revert guard's fingerprint of u (fingerprint): the
-// hex SHA-256 of everything of the object but spec.agentEnvVars, status,
-// the server-kept metadata and the project's two annotations. An object
+// hex SHA-256 of everything of the object but spec.agentEnvVars, status
+// (status.driver excepted), the server-kept metadata, the project's two
+// annotations and Rancher's bookkeeping of the Plans it applied
+// (rancher.IsPlanBookkeeping). An object
 // read whole and its slim cached copy have the same one. "" for an object
 // the apiserver would not serve.
 func Fingerprint(u *unstructured.Unstructured) string { return fingerprint(u) }

@@ -109,7 +109,7 @@ func Route(fc, prov, mgmt *unstructured.Unstructured, rv rancher.Version) (Routi
 		}
 		rt := Routing{Target: mgmt, TargetRef: refOf(ManagementClusterGVR, mgmt), RancherManaged: true, Legacy: legacy,
 			ClusterAgentReads: rv.ClusterAgentReadsElectionEnv(),
-			Replans:           imported && rv.ImportedPlansReadAgentEnv() && importedDay2Ops(mgmt)}
+			Replans:           ManagementReplans(mgmt, rv)}
 		// Rancher copies no election.cattle.io/* key to the provisioning or
 		// the fleet Cluster here (CleanAnnotationsForExport drops keys
 		// containing "cattle.io/"; v2.11's updateImportedCluster reads the
@@ -129,9 +129,16 @@ func Route(fc, prov, mgmt *unstructured.Unstructured, rv rancher.Version) (Routi
 	return rt.withIgnored(fc), nil
 }
 
-// importedDay2Ops is rancher.ImportedDay2Ops of a (slim) management
-// Cluster.
-func importedDay2Ops(mgmt *unstructured.Unstructured) bool {
+// ManagementReplans reports whether, beside Rancher rv, a write of the
+// management Cluster mgmt's spec.agentEnvVars re-runs system-agent's
+// upgrade Plan on every node of its cluster
+// (rv.ImportedPlansReadAgentEnv and rancher.ImportedDay2Ops, which read
+// the management Cluster alone, as Rancher's handler does: a legacy-named
+// imported cluster counts too). Route and leasetune cleanup both ask it.
+func ManagementReplans(mgmt *unstructured.Unstructured, rv rancher.Version) bool {
+	if !rv.ImportedPlansReadAgentEnv() {
+		return false
+	}
 	driver, _, _ := unstructured.NestedString(mgmt.Object, "status", "driver")
 	return rancher.ImportedDay2Ops(mgmt.GetName(), mgmt.GetLabels(), mgmt.GetAnnotations(), driver)
 }

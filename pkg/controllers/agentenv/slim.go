@@ -25,7 +25,10 @@ import (
 // the label MgmtNameLabel, the annotations of the leasetune.io and
 // election.cattle.io domains (the record, the status, the overrides),
 // spec.agentEnvVars, spec.rkeConfig only as a marker, status.clusterName,
-// and the object's fingerprint (revert.go), computed here from the whole
+// what Rancher v2.15's imported day-2 operations read of a management
+// Cluster (status.driver, the provider.cattle.io label,
+// rancher.io/operations-enabled, provisioning.cattle.io/administrated:
+// rancher.ImportedDay2Ops), and the object's fingerprint (revert.go), computed here from the whole
 // object, under the top-level field fingerprintKey. Everything else is dropped: at 10,000
 // clusters the other labels and annotations were a fifth of the cache.
 // Writes never start from the slim copy alone: a conflict is retried from

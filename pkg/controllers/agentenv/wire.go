@@ -214,7 +214,7 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 					})
 				case "annotations":
 					readStringMap(it, "metadata.annotations", func(ak, av string) {
-						if ak != RecordAnnotation && ak != StatusAnnotation {
+						if ak != RecordAnnotation && ak != StatusAnnotation && !rancher.IsPlanBookkeeping(ak) {
 							fp.put("metadata.annotations", ak, []byte(av))
 						}
 						if strings.HasPrefix(ak, "leasetune.io/") || strings.HasPrefix(ak, "election.cattle.io/") ||

@@ -19,9 +19,11 @@ import (
 func TestRecommendCountsRancherLockFromTheDeployment(t *testing.T) {
 	e := newEnv(t)
 	type inst struct {
-		RancherReplicas int     `json:"rancherReplicas"`
-		Rancher         string  `json:"rancher"`
-		PerHour         float64 `json:"perHour"`
+		RancherReplicas  int      `json:"rancherReplicas"`
+		Rancher          string   `json:"rancher"`
+		PerHour          float64  `json:"perHour"`
+		LeftAlone        []string `json:"leftAlone"`
+		LeftAlonePerHour float64  `json:"leftAlonePerHour"`
 	}
 	recommend := func(extra ...string) inst {
 		t.Helper()
@@ -38,8 +40,8 @@ func TestRecommendCountsRancherLockFromTheDeployment(t *testing.T) {
 		return r.Installation
 	}
 	none := recommend()
-	if none.RancherReplicas != 0 || none.Rancher != "" {
-		t.Errorf("no Rancher Deployment: %+v, want Rancher's lock left out", none)
+	if none.RancherReplicas != 0 || none.Rancher != "" || len(none.LeftAlone) != 0 {
+		t.Errorf("no Rancher Deployment: %+v, want Rancher's lock and the locks of what it installs left out", none)
 	}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "rancher", Namespace: e.rancherNS},
@@ -60,6 +62,18 @@ func TestRecommendCountsRancherLockFromTheDeployment(t *testing.T) {
 	// leader's 3,600 and two followers' 1,125 each).
 	if three.RancherReplicas != 3 || three.Rancher != "leaseDuration=45s renewDeadline=30s retryPeriod=2s" || three.PerHour-none.PerHour != 5850 {
 		t.Errorf("Rancher Deployment of 3 replicas: %+v (%v/h more than without), want 3 replicas at 45s/30s/2s, 5,850/h more", three, three.PerHour-none.PerHour)
+	}
+	// v2.11 installs none of the locks pkg/locks leaves alone.
+	if len(three.LeftAlone) != 0 {
+		t.Errorf("beside Rancher v2.11.3: locks left alone %v, want none", three.LeftAlone)
+	}
+	// v2.15: rancher-turtles', Cluster API's and rancher-webhook's.
+	d.Spec.Template.Spec.Containers[0].Image = "rancher/rancher:v2.15.0"
+	if _, err := cp.Client.AppsV1().Deployments(e.rancherNS).Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if v215 := recommend(); len(v215.LeftAlone) != 3 || v215.LeftAlonePerHour != 5400 {
+		t.Errorf("beside Rancher v2.15.0: locks left alone %v (%v/h), want 3 at 5,400/h", v215.LeftAlone, v215.LeftAlonePerHour)
 	}
 	if one := recommend("--rancher-replicas", "1"); one.RancherReplicas != 1 || one.PerHour-none.PerHour != 3600 {
 		t.Errorf("--rancher-replicas 1: %+v (%v/h more), want the leader's 3,600/h", one, one.PerHour-none.PerHour)

@@ -128,7 +128,7 @@ func FreeAddr(t testing.TB) string {
 }
 
 // KubectlPath returns the kubectl built beside the control plane
-// (scripts/controlplane.sh, k8s.io/kubernetes v1.32.13), in the folder
+// (scripts/controlplane.sh, k8s.io/kubernetes v1.36.3 by default), in the folder
 // KUBEBUILDER_ASSETS names.
 func KubectlPath() (string, error) {
 	dir, err := assetsDir()
