@@ -64,15 +64,29 @@ type bench struct {
 // and prints one table of them all.
 func run(ctx context.Context, o options) error {
 	var all []results
+	var today []todayResults
 	for _, c := range o.configs {
 		logf("configuration %s", c.name)
+		if c.today {
+			r, err := runToday(ctx, o, c)
+			if err != nil {
+				return fmt.Errorf("configuration %s: %w", c.name, err)
+			}
+			today = append(today, r)
+			continue
+		}
 		r, err := runOne(ctx, o, c)
 		if err != nil {
 			return fmt.Errorf("configuration %s: %w", c.name, err)
 		}
 		all = append(all, r)
 	}
-	printTable(os.Stdout, all)
+	if len(all) > 0 {
+		printTable(os.Stdout, all)
+	}
+	for _, r := range today {
+		printToday(os.Stdout, r)
+	}
 	return nil
 }
 
@@ -172,7 +186,7 @@ func (b *bench) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	crdPaths := []string{filepath.Join(b.o.fixtures, "fleet", "fleet-v0.9.9-clusters-crd.yaml")}
+	crdPaths := []string{filepath.Join(b.o.fixtures, "fleet", "fleet-"+b.c.fleetVersion()+"-clusters-crd.yaml")}
 	if b.c.chart {
 		crdPaths = append(crdPaths, chartCRDs) // the ElectionStatus CRD, as Helm installs crds/
 	}
@@ -214,7 +228,7 @@ func (b *bench) startControlPlane(ctx context.Context) error {
 	b.stopFollow = stopFollow
 	go b.audit.follow(followCtx, 500*time.Millisecond)
 
-	if err := setup(ctx, b.cs, b.o); err != nil {
+	if err := setup(ctx, b.cs, b.o, b.c.fleetVersion()); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	if b.c.chart {

@@ -31,12 +31,28 @@ type configuration struct {
 	// (cluster-env-v0.9), --settle 0s, the webhook served but not
 	// registered, no UI server, no ElectionStatus CRD.
 	chart bool
+	// fleet is the Fleet release whose Deployments and Cluster CRD the
+	// control plane holds (../shared/fixtures/fleet); "" is v0.9.9, where
+	// a global agent change writes every cluster.
+	fleet string
+	// today: the run of runToday (Fleet v0.13+: a global agent change is
+	// one write to fleet-agentmanagement), not the rounds of runOne.
+	today bool
+}
+
+// fleetVersion is c's Fleet release.
+func (c configuration) fleetVersion() string {
+	if c.fleet == "" {
+		return "v0.9.9"
+	}
+	return c.fleet
 }
 
 // configurations are the known -configs names.
 var configurations = map[string]configuration{
 	"bench": {name: "bench"},
 	"chart": {name: "chart", chart: true},
+	"today": {name: "today", chart: true, fleet: todayFleet, today: true},
 }
 
 // describe says what c sets, for the table.

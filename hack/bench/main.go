@@ -101,7 +101,7 @@ func main() {
 	flag.DurationVar(&o.convergenceTimeout, "timeout", 15*time.Minute, "how long each convergence may take before the bench gives up")
 	flag.IntVar(&o.rounds, "rounds", 3, "how many global changes to measure, each between the floors just before and after it (leasetune restarted for each; the verdict is the median round's)")
 	flag.StringVar(&o.profile, "profile", "", "also build leasetune with net/http/pprof (go build -overlay, hack/bench/pprof_overlay.go.in), run that, and write heap and CPU profiles to this folder (one subfolder per configuration)")
-	configs := flag.String("configs", "bench,chart", "the configurations to measure, in order, each on its own control plane: bench (channel given, --settle 0s, no webhook registered, no UI, no ElectionStatus) and chart (the chart's defaults)")
+	configs := flag.String("configs", "bench,chart,today", "the configurations to measure, in order, each on its own control plane: bench (channel given, --settle 0s, no webhook registered, no UI, no ElectionStatus) and chart (the chart's defaults), both beside Fleet v0.9.9 (a global agent change writes every cluster); today (the chart's defaults beside Fleet v0.16.1: a global agent change is one write)")
 	values, err := readChartValues("charts/leasetune/values.yaml")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -263,7 +263,7 @@ func (r results) initialBound() time.Duration {
 
 // setup creates the namespaces, Fleet v0.9.9's Deployments (as Helm
 // does), and a ClusterRoleBinding of cluster-admin for the bench's group.
-func setup(ctx context.Context, cs kubernetes.Interface, o options) error {
+func setup(ctx context.Context, cs kubernetes.Interface, o options, fleetVersion string) error {
 	for _, ns := range []string{"cattle-fleet-system", "leasetune-system", clusterNamespace} {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return err
@@ -276,7 +276,7 @@ func setup(ctx context.Context, cs kubernetes.Interface, o options) error {
 	}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	f, err := os.Open(filepath.Join(o.fixtures, "fleet", "fleet-v0.9.9-deployments.yaml"))
+	f, err := os.Open(filepath.Join(o.fixtures, "fleet", "fleet-"+fleetVersion+"-deployments.yaml"))
 	if err != nil {
 		return err
 	}
