@@ -69,10 +69,13 @@ func Fleet(tag string) Release {
 // The releases the suite runs. Rancher v2.12.12 ships Fleet v0.13.14
 // (rancher/rancher v2.12.12 build.yaml, fleetVersion 107.0.14+up0.13.14);
 // v0.14.10 is the newest Fleet v0.14.
+// v0.16.1 is the newest Fleet v0.16 (Rancher v2.15.0 ships v0.16.0:
+// build.yaml, fleetVersion 110.0.0+up0.16.0).
 var (
 	RancherV21212 = Rancher("v2.12.12")
 	FleetV01314   = Fleet("v0.13.14")
 	FleetV01410   = Fleet("v0.14.10")
+	FleetV0161    = Fleet("v0.16.1")
 )
 
 // Suite is one package of tests/upstream: one installation of its
@@ -85,6 +88,9 @@ type Suite struct {
 	Fleet   Release
 	// Cases are its tests, in the order they run.
 	Cases []string
+	// Kube is the control plane it runs on (scripts/controlplane.sh's
+	// LEASETUNE_KUBE): one every chart it installs accepts.
+	Kube string
 }
 
 // Releases are the suite's releases, Rancher first.
@@ -113,11 +119,15 @@ func (s Suite) SkipLine(c string) string {
 }
 
 // Suites are the packages of tests/upstream.
+// Kubernetes: Rancher v2.12.12's chart wants < 1.34 (chart/Chart.yaml
+// kubeVersion), Fleet v0.16's >= 1.34 (charts/fleet/Chart.yaml
+// catalog.cattle.io/kube-version '>= 1.34.0-0 < 1.37.0-0').
 var Suites = []Suite{
-	{Package: "tests/upstream/fleet", Fleet: FleetV01410, Cases: []string{"TestRealFleet"}},
+	{Package: "tests/upstream/fleet", Fleet: FleetV01410, Cases: []string{"TestRealFleet"}, Kube: "1.32"},
+	{Package: "tests/upstream/fleet016", Fleet: FleetV0161, Cases: []string{"TestRealFleet", "TestAgentDuplicateName"}, Kube: "1.36"},
 	{Package: "tests/upstream/rancher", Rancher: &RancherV21212, Fleet: FleetV01314, Cases: []string{
 		"Test01Fleet", "Test02RancherStartRestoresTheSettings", "Test03SettingsAPI", "Test04RancherLock",
-		"Test05UIPlugin", "Test06ManagedClusters", "Test07DoubleAgrees", "Test08Dashboard", "Test09AppsPage"}},
+		"Test05UIPlugin", "Test06ManagedClusters", "Test07DoubleAgrees", "Test08Dashboard", "Test09AppsPage"}, Kube: "1.32"},
 }
 
 // Of returns the suite of package pkg (a path from the repository's root).

@@ -1,7 +1,8 @@
 // Command upstream-cases tells `make test-upstream` which packages of the
 // suite beside the real Rancher and Fleet can run here: it prints one line
 // per case that cannot (on stderr: which variable and release it expects)
-// and the packages that can (on stdout, one a line). It builds nothing.
+// and the packages that can (on stdout, one a line: the package and the
+// LEASETUNE_KUBE of its control plane). It builds nothing.
 package main
 
 import (
@@ -14,7 +15,7 @@ import (
 func main() {
 	for _, s := range releases.Suites {
 		if s.Missing() == "" {
-			fmt.Println("./" + s.Package)
+			fmt.Println("./"+s.Package, s.Kube)
 			continue
 		}
 		for _, c := range s.Cases {
