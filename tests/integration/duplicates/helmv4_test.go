@@ -51,24 +51,24 @@ func agentChart(t *testing.T, obj runtime.Object) string {
 	return dir
 }
 
-// TestHelmV4Duplicates measures what a duplicate env name does to the
-// agent's Deployment under helm v4, which Fleet v0.15+ deploys bundles
-// with (rancher/fleet v0.16.1 go.mod: helm.sh/helm/v4 v4.2.2): the real
-// helm v4.3.2 CLI with the options Fleet sets
-// (internal/helmdeployer/install.go, v0.16.1: configureInstallAction
-// :229-234 ServerSideApply = true unless TakeOwnership or ForceReplace;
-// configureUpgradeAction :303-307 ServerSideApply = "auto", the previous
-// release's method), on the agent Deployment as the double renders Fleet
-// v0.16.1's with a cluster's CATTLE_ELECTION_RETRY_PERIOD=3s beside
-// Fleet's 10s. Helm v3's client-side upgrade silently drops or loops
-// (TestDuplicatePoison); here:
-//   - a release applied server-side (a Fleet v0.15+ install) fails every
-//     install and upgrade whose manifest repeats the name, and the live
-//     Deployment stays as it was: the agent takes no change at all until
-//     the duplicate goes, then the next upgrade applies;
-//   - a release installed client-side (by Fleet ≤ v0.14's helm v3) keeps
-//     client-side apply under "auto", and the duplicate is dropped as
-//     with helm v3.
+// TestHelmV4Duplicates measures what a duplicate env name does under helm
+// v4 (Fleet v0.15+ deploys bundles with it: rancher/fleet v0.16.1 go.mod
+// helm.sh/helm/v4 v4.2.2), with the real helm v4.3.2 CLI and the apply
+// methods Fleet's helmdeployer chooses (internal/helmdeployer/install.go,
+// v0.16.1: configureInstallAction :225-234, server-side unless
+// TakeOwnership or ForceReplace; configureUpgradeAction :303-307,
+// "auto": the release's method), on the agent Deployment as the double
+// renders Fleet v0.16.1's with a cluster's CATTLE_ELECTION_RETRY_PERIOD=3s
+// beside Fleet's 10s:
+//   - a release applied server-side fails every install and upgrade whose
+//     manifest repeats the name, and the live Deployment stays as it was;
+//   - a release applied client-side (helm v3's, and every Fleet agent
+//     Bundle: Fleet gives it TakeOwnership, manageagent.go:413-417, so
+//     helm v4 installs it client-side) drops the duplicate silently, as
+//     helm v3 does (TestDuplicatePoison).
+//
+// What the real Fleet v0.16.1 agent does: tests/upstream/fleet016
+// TestAgentDuplicateName.
 func TestHelmV4Duplicates(t *testing.T) {
 	const tag = "v0.16.1"
 	h4, err := helmchart.PathOf(4)

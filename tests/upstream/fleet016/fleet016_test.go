@@ -5,6 +5,7 @@ package fleet016_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
-	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/tests/upstream/framework"
 )
 
@@ -32,28 +32,33 @@ var (
 	bundleDeployments = schema.GroupVersionResource{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "bundledeployments"}
 )
 
-// ssaDuplicate is kube-apiserver's answer to a server-side apply whose
-// configuration repeats a key of env (tests/integration/duplicates
-// TestHelmV4Duplicates measured it with the helm v4 CLI).
-const ssaDuplicate = `duplicate entries for key [name=\"CATTLE_ELECTION_RETRY_PERIOD\"]`
-
-// TestAgentDuplicateName measures, on the real Fleet v0.16.1 agent (helm
-// v4.2.2, which installs its own Bundle server-side:
-// internal/helmdeployer/install.go:229-234, and upgrades it with
-// --server-side=auto, :303-307), what a second entry of a name Fleet
-// renders does: someone (not leasetune) adds CATTLE_ELECTION_RETRY_PERIOD
-// to the local cluster's spec.agentEnvVars; fleet-agentmanagement renders
-// the agent Deployment with Fleet's entry and that one (manifest.go
-// :199-201, :315-317); the agent's upgrade of itself is refused by the
-// apiserver and the Deployment stays as it was — the agent takes no
-// change at all, a global agent triple included, until the entry goes;
-// leasetune reports the cluster and writes nothing to it.
+// TestAgentDuplicateName measures, on the real Fleet v0.16.1, what a second
+// entry of a name Fleet renders does to the local cluster's agent: someone
+// (not leasetune) adds CATTLE_ELECTION_RETRY_PERIOD=3s to the local
+// cluster's spec.agentEnvVars. What Fleet's code says happens, asserted:
+//   - fleet-agentmanagement imports the cluster again (its agent config
+//     changed: internal/cmd/controller/agentmanagement/controllers/
+//     cluster/import.go agentDeployed :240-266, importCluster): it deletes
+//     the agent's resources (:513-515, deleteAgentResources) and applies a
+//     new agent Deployment rendered with Fleet's entry and the cluster's
+//     (:487, AgentEnvVars; agent/manifest.go :199-201 then :315-317) —
+//     a new Deployment (a new UID) with both entries, the agent running the
+//     last, 3s;
+//   - the agent's own Bundle then deploys without error: Fleet gives it
+//     TakeOwnership (manageagent/manageagent.go:413-417), which turns
+//     helm v4's server-side apply off (internal/helmdeployer/install.go
+//     :229-231; upgrades keep the release's method, :303-307), so helm's
+//     client-side patch keeps the live object, duplicate included, and the
+//     apiserver's refusal of a repeated key (tests/integration/duplicates
+//     TestHelmV4Duplicates) never applies to Fleet's agent;
+//   - leasetune reports the cluster (its status annotation) and writes no
+//     env to it;
+//   - removing the entry imports again: a new Deployment with one entry.
 func TestAgentDuplicateName(t *testing.T) {
 	framework.Need(t, in)
 	ctx := context.Background()
 	ns, name := "fleet-local", "local"
 	res := in.Dyn.Resource(fleetClusters).Namespace(ns)
-	before := in.Deployment(t, framework.FleetNamespace, "fleet-agent")
 	cur, err := res.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -67,55 +72,72 @@ func TestAgentDuplicateName(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	agent := func() (uid string, retry []string, ready bool) {
+		d, err := in.CP.Client.AppsV1().Deployments(framework.FleetNamespace).Get(ctx, "fleet-agent", metav1.GetOptions{})
+		if err != nil {
+			return "", nil, false
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if c.Name == "fleet-agent" && e.Name == "CATTLE_ELECTION_RETRY_PERIOD" {
+					retry = append(retry, e.Value)
+				}
+			}
+		}
+		return string(d.UID), retry, d.Status.ReadyReplicas > 0
+	}
+	bdReady := func() bool {
+		return strings.Contains(bundleDeploymentMessages(t, "fleet-agent"), `"status":"True","type":"Ready"`)
+	}
+	uid0, retry0, _ := agent()
+	if strings.Join(retry0, ",") != "10s" {
+		t.Fatalf("test: the agent's CATTLE_ELECTION_RETRY_PERIOD %v, want Fleet's [10s]", retry0)
+	}
+	mark, _ := in.Audit.Mark()
+
 	patch(withDup)
-	var msg string
-	framework.Within(t, 4*time.Minute, "the agent's BundleDeployment reports the apiserver's refusal", func() bool {
-		msg = bundleDeploymentMessages(t, "fleet-agent")
-		return strings.Contains(msg, "duplicate entries for key")
-	}, func() string { return msg + "\n" + in.Logs(framework.FleetNamespace, "fleet-agent", 30) })
-	t.Logf("the agent's BundleDeployment: %s", firstLine(msg, ssaDuplicate))
-	after := in.Deployment(t, framework.FleetNamespace, "fleet-agent")
-	if after.Generation != before.Generation {
-		t.Errorf("the fleet-agent Deployment changed (generation %d → %d)", before.Generation, after.Generation)
-	}
-	if d := in.DuplicateEnvNames(t); len(d) > 0 {
-		t.Errorf("duplicate env names live: %v", d)
-	}
-	// leasetune reports the cluster and does not write its env.
+	var uid1 string
+	framework.Within(t, 4*time.Minute, "a new agent Deployment with both entries, running, its Bundle deployed", func() bool {
+		uid, retry, ready := agent()
+		uid1 = uid
+		return uid != uid0 && strings.Join(retry, ",") == "10s,3s" && ready && bdReady()
+	}, func() string {
+		u, r, ok := agent()
+		return fmt.Sprintf("%s %v %v\n%s", u, r, ok, bundleDeploymentMessages(t, "fleet-agent"))
+	})
 	framework.Within(t, time.Minute, "leasetune's status on the fleet Cluster", func() bool {
 		u, err := res.Get(ctx, name, metav1.GetOptions{})
-		return err == nil && u.GetAnnotations()[agentenv.StatusAnnotation] != ""
+		return err == nil && strings.Contains(u.GetAnnotations()[agentenv.StatusAnnotation], "CATTLE_ELECTION_RETRY_PERIOD")
 	})
-	// A global agent triple change now reaches fleet-agentmanagement, not
-	// the agent.
-	defaults := in.SettingsTriple(t, "fleet-agent-leader-election", election.FleetDefaults)
-	next := election.Timings{LeaseDuration: 40 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 8 * time.Second}
-	in.SetTriple(t, "fleet-agent-leader-election", defaults, next)
-	framework.Within(t, 2*time.Minute, "FLEET_AGENT_ELECTION_* on fleet-agentmanagement", func() bool {
-		got, found := in.ContainerTriple(t, framework.FleetNamespace, "fleet-controller", "fleet-agentmanagement", election.FleetAgentPrefix)
-		return found && got == next
-	})
-	// 90 s: fleet-agentmanagement's rollout, its re-render of the agent
-	// Bundle and the agent's refused upgrade all fit in it.
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		if g := in.Deployment(t, framework.FleetNamespace, "fleet-agent").Generation; g != before.Generation {
-			t.Fatalf("the fleet-agent Deployment changed while the duplicate is there (generation %d → %d)", before.Generation, g)
-		}
-		time.Sleep(2 * time.Second)
+	// The duplicate stays: another minute, the same Deployment, both
+	// entries (nothing drops it, nothing fails).
+	time.Sleep(time.Minute)
+	if uid, retry, _ := agent(); uid != uid1 || strings.Join(retry, ",") != "10s,3s" || !bdReady() {
+		t.Errorf("a minute later: uid %s (was %s), entries %v, Bundle: %s", uid, uid1, retry, bundleDeploymentMessages(t, "fleet-agent"))
 	}
-	// Without the entry the agent takes the triple: one upgrade.
+
 	patch(env)
-	framework.Within(t, 4*time.Minute, "the agent runs the new triple once the entry is gone", func() bool {
-		got, found := in.ContainerTriple(t, framework.FleetNamespace, "fleet-agent", "fleet-agent", election.CattlePrefix)
-		return found && got == next
+	framework.Within(t, 4*time.Minute, "a new agent Deployment with Fleet's entry alone", func() bool {
+		uid, retry, ready := agent()
+		return uid != uid1 && strings.Join(retry, ",") == "10s" && ready
 	}, func() string {
-		return bundleDeploymentMessages(t, "fleet-agent") + in.Logs(framework.FleetNamespace, "fleet-agent", 30)
+		u, r, ok := agent()
+		return fmt.Sprintf("%s %v %v\n%s", u, r, ok, bundleDeploymentMessages(t, "fleet-agent"))
 	})
-	if d := in.DuplicateEnvNames(t); len(d) > 0 {
-		t.Errorf("duplicate env names live: %v", d)
+	// leasetune wrote no env to the cluster: its writes there are its
+	// status annotation only (patches of the annotation).
+	rs, err := in.Audit.Since(mark)
+	if err != nil {
+		t.Fatal(err)
 	}
-	in.SetTriple(t, "fleet-agent-leader-election", next, defaults)
+	for w, n := range framework.WritesBy(rs, framework.Leasetune) {
+		if strings.Contains(w, "deployments.apps") {
+			t.Errorf("leasetune wrote %s ×%d", w, n)
+		}
+	}
+	if d := in.DuplicateEnvNames(t); len(d) > 0 {
+		t.Errorf("duplicate env names live at the end: %v", d)
+	}
 }
 
 // bundleDeploymentMessages returns the status of the BundleDeployments
