@@ -157,20 +157,6 @@ func bundleDeploymentMessages(t testing.TB, prefix string) string {
 	return strings.Join(out, "\n")
 }
 
-func firstLine(s, near string) string {
-	if i := strings.Index(s, near); i >= 0 {
-		lo := i - 200
-		if lo < 0 {
-			lo = 0
-		}
-		return s[lo:i] + near
-	}
-	if len(s) > 400 {
-		return s[:400]
-	}
-	return s
-}
-
 func unstructuredSlice(obj map[string]interface{}, fields ...string) ([]interface{}, bool, error) {
 	var cur interface{} = obj
 	for _, f := range fields {
