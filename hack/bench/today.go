@@ -1,11 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,7 +32,8 @@ type todayResults struct {
 	apiserver, load, settle        string
 	create, list                   time.Duration
 	listPages                      int
-	ready                          time.Duration // process start → /readyz 200 (caches synced)
+	ready                          time.Duration // process start → the agentenv controller's "caches synced" (every fleet Cluster cached)
+	firstStatus                    time.Duration // process start → the ElectionStatus first written with every cluster (its log's "status written" clusters=N)
 	startWrites                    []string
 	startClusterWrites             int
 	restTally                      []string
@@ -64,20 +66,27 @@ func runToday(ctx context.Context, o options, c configuration) (res todayResults
 	if err := b.startLeasetune(ctx, 0); err != nil {
 		return res, err
 	}
-	// Caches synced: the health server's /readyz answers 200 once every
-	// informer has synced and the controllers run.
-	if err := waitFor(ctx, b.o.convergenceTimeout, b.lt.alive, func() bool {
-		r, err := http.Get("http://" + b.ports[0] + "/readyz")
-		if err != nil {
-			return false
-		}
-		_, _ = io.Copy(io.Discard, r.Body)
-		_ = r.Body.Close()
-		return r.StatusCode == http.StatusOK
-	}); err != nil {
-		return res, fmt.Errorf("readyz: %w", err)
+	// Caches synced: the agentenv controller logs "caches synced" once
+	// every informer of the cluster kinds has listed; the status
+	// controller logs "status written" with the clusters it counted (it
+	// may write before its own cache holds them all). The log's time= is
+	// RFC 3339 with milliseconds.
+	statusWrite := func(r *request) bool {
+		return (r.verb == "update" || r.verb == "patch" || r.verb == "create") && strings.HasPrefix(r.resource, "electionstatuses.leasetune.io") && r.code >= 200 && r.code < 300
 	}
-	res.ready = time.Since(b.t0)
+	var synced, full time.Time
+	if err := waitFor(ctx, b.o.convergenceTimeout, b.lt.alive, func() bool {
+		if synced.IsZero() {
+			synced = logTime(b.logPath, `msg="caches synced"`, "controller=agentenv")
+		}
+		if full.IsZero() {
+			full = logTime(b.logPath, `msg="status written"`, fmt.Sprintf(" clusters=%d", b.o.n))
+		}
+		return !synced.IsZero() && !full.IsZero()
+	}); err != nil {
+		return res, fmt.Errorf("caches synced and the ElectionStatus of every cluster: %w", err)
+	}
+	res.ready, res.firstStatus = synced.Sub(b.t0), full.Sub(b.t0)
 	quiet(ctx, b.audit, b.t0)
 	startReqs := b.audit.filter(leasetuneUser, b.t0, time.Now(), nil)
 	res.startWrites = tally(filterReqs(startReqs, isWrite))
@@ -97,6 +106,9 @@ func runToday(ctx context.Context, o options, c configuration) (res todayResults
 		return res, err
 	}
 	res.valueBefore, _ = before.Object["value"].(string)
+	if res.valueBefore == "" {
+		res.valueBefore = `"" (the default, 10s)`
+	}
 	res.valueAfter = "12s"
 	want, _ := time.ParseDuration(res.valueAfter)
 	tChange := time.Now()
@@ -106,9 +118,6 @@ func runToday(ctx context.Context, o options, c configuration) (res todayResults
 	}
 	agentPatch := func(r *request) bool {
 		return r.verb == "patch" && r.resource == "deployments.apps" && r.name == "fleet-controller" && r.code >= 200 && r.code < 300
-	}
-	statusWrite := func(r *request) bool {
-		return (r.verb == "update" || r.verb == "patch" || r.verb == "create") && strings.HasPrefix(r.resource, "electionstatuses.leasetune.io") && r.code >= 200 && r.code < 300
 	}
 	if err := waitFor(ctx, b.o.convergenceTimeout, b.lt.alive, func() bool {
 		_ = b.audit.poll()
@@ -162,15 +171,43 @@ func printToday(w io.Writer, r todayResults) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "| %s\t| %s\t|\n", k, v) }
 	row("measure", "value")
-	row("machine; control plane", fmt.Sprintf("%s; kube-apiserver %s, etcd --unsafe-no-fsync, audit log at Metadata", r.load, r.apiserver))
+	row("machine; control plane", fmt.Sprintf("load average %s at the start; kube-apiserver %s, etcd --unsafe-no-fsync, audit log at Metadata", r.load, r.apiserver))
 	row("N", fmt.Sprintf("%d fleet Clusters (Fleet %s CRD), created in %s; one paged LIST %s (%d pages)", r.n, todayFleet, r.create.Round(time.Millisecond), r.list.Round(time.Millisecond), r.listPages))
-	row("start → caches synced (/readyz 200)", r.ready.Round(time.Millisecond).String())
+	row("start → caches synced (agentenv's \"caches synced\")", r.ready.Round(time.Millisecond).String())
+	row("start → the ElectionStatus written with every cluster", r.firstStatus.Round(time.Millisecond).String())
 	row("writes at start", fmt.Sprintf("%d cluster writes; %s", r.startClusterWrites, strings.Join(r.startWrites, "; ")))
 	row("requests at rest, per hour", fmt.Sprintf("%s (only its Lease: %v)", strings.Join(r.restTally, "; "), r.restOnlyLease))
-	row("global agent change ("+changedSetting+" "+r.valueBefore+" → "+r.valueAfter+")", fmt.Sprintf("Setting patch → fleet-controller Deployment patched (fleet-agentmanagement %s=%s): %s; → ElectionStatus written: %s; %d cluster writes; writes: %s",
-		election.FleetAgentPrefix.EnvName(election.RetryPeriod), r.agent, r.toDeployment.Round(time.Millisecond), r.toStatus.Round(time.Millisecond), r.changeClusterWrites, strings.Join(r.changeTally, "; ")))
+	row("global agent change ("+changedSetting+" "+r.valueBefore+" → "+r.valueAfter+")", fmt.Sprintf("Setting patch → fleet-controller Deployment patched (fleet-agentmanagement %s=%s): %s (the settle time %s included); → ElectionStatus written: %s; %d cluster writes; writes: %s",
+		election.FleetAgentPrefix.EnvName(election.RetryPeriod), r.agent, r.toDeployment.Round(time.Millisecond), r.settle, r.toStatus.Round(time.Millisecond), r.changeClusterWrites, strings.Join(r.changeTally, "; ")))
 	row("ElectionStatus size", fmt.Sprintf("%d bytes (JSON)", r.statusBytes))
 	row("peak RSS (VmHWM); RSS after the change", fmt.Sprintf("%s; %s (Go heap peak %d MB, live ≤ %d MB, %d GCs)", mib(r.hwmKiB), mib(r.rssKiB), r.heapPeakMB, r.heapLiveMB, r.gcs))
 	row("CPU seconds", fmt.Sprintf("%.1f start, %.1f at rest, %.1f in the change", r.cpuStart.Seconds(), r.cpuRest.Seconds(), r.cpuChange.Seconds()))
 	_ = tw.Flush()
+}
+
+// logTime returns the time= of the first line of the text log at path
+// that contains every one of match, or the zero time.
+func logTime(path string, match ...string) time.Time {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		all := strings.HasPrefix(l, "time=")
+		for _, m := range match {
+			all = all && strings.Contains(l, m)
+		}
+		if !all {
+			continue
+		}
+		v := strings.TrimPrefix(strings.Fields(l)[0], "time=")
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
 }

@@ -1,6 +1,7 @@
 package locks
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -75,22 +76,10 @@ func TestLeftAlone(t *testing.T) {
 		for _, l := range LeftAlone(minor) {
 			names = append(names, l.Name)
 		}
-		if !equal(names, want) {
+		if !slices.Equal(names, want) {
 			t.Errorf("Rancher v2.%d: %v, want %v", minor, names, want)
 		}
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // One replica at 15s/10s/2s with client-go v0.30+: the leader updates

@@ -21,13 +21,20 @@ func (c *ControlPlane) UseFleetCRD(t testing.TB, version string) {
 	if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096).Decode(&crd); err != nil {
 		t.Fatal(err)
 	}
+	c.UpdateCRD(t, &crd)
+}
+
+// UpdateCRD replaces the CRD of crd's name with crd and waits until it is
+// established.
+func (c *ControlPlane) UpdateCRD(t testing.TB, crd *apiextv1.CustomResourceDefinition) {
+	t.Helper()
 	crds := apiextclient.NewForConfigOrDie(c.Config).ApiextensionsV1().CustomResourceDefinitions()
 	cur, err := crds.Get(context.Background(), crd.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	crd.ResourceVersion = cur.ResourceVersion
-	if _, err := crds.Update(context.Background(), &crd, metav1.UpdateOptions{}); err != nil {
+	if _, err := crds.Update(context.Background(), crd, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	Eventually(t, "CRD established", func() bool {

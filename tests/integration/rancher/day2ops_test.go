@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,15 +46,7 @@ func useManagementCRD(t *testing.T, status bool) {
 	if status {
 		crd.Spec.Versions[0].Subresources = &apiextv1.CustomResourceSubresources{Status: &apiextv1.CustomResourceSubresourceStatus{}}
 	}
-	crds := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
-	cur, err := crds.Get(context.Background(), crd.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd.ResourceVersion = cur.ResourceVersion
-	if _, err := crds.Update(context.Background(), &crd, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cp.UpdateCRD(t, &crd)
 	// A create with a status tells which is served: with the subresource
 	// the API drops it.
 	probe := "day2-crd-probe"
