@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/pkg/rancher"
 )
@@ -167,6 +168,7 @@ see the listing.`,
 	o.pf.add(cmd)
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "remove, after listing")
 	cmd.Flags().BoolVar(&o.force, "force", false, "with --yes: remove even while a controller holds leasetune's Lease")
+	cmd.Flags().StringVar(&o.pf.opts.LeaseName, "lease-name", manager.DefaultLeaseName, "the controller's Lease (as its --lease-name): checked before removing, and removed")
 	return cmd
 }
 
@@ -196,8 +198,8 @@ func (o *cleanupOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.yes && !o.force {
-		if holder, held := leaseHeld(ctx, cs, o.pf.opts.Namespace); held {
-			fmt.Fprintf(o.errOut, "cleanup refused: %s holds leasetune's Lease %s/leasetune, so a controller is running and would write everything again at once; uninstall the chart (or stop the controller) first, or pass --force\n", holder, o.pf.opts.Namespace)
+		if holder, held := leaseHeld(ctx, cs, o.pf.opts.Namespace, o.pf.opts.Lease()); held {
+			fmt.Fprintf(o.errOut, "cleanup refused: %s holds leasetune's Lease %s/%s, so a controller is running and would write everything again at once; uninstall the chart (or stop the controller) first, or pass --force\n", holder, o.pf.opts.Namespace, o.pf.opts.Lease())
 			return &exitError{code: exitFailed}
 		}
 	}
@@ -215,8 +217,8 @@ func (o *cleanupOptions) Run(ctx context.Context) error {
 
 // leaseHeld reports whether leasetune's Lease in ns is held by someone now:
 // a holder whose renewal is younger than the lease duration.
-func leaseHeld(ctx context.Context, cs kubernetes.Interface, ns string) (string, bool) {
-	l, err := cs.CoordinationV1().Leases(ns).Get(ctx, "leasetune", metav1.GetOptions{})
+func leaseHeld(ctx context.Context, cs kubernetes.Interface, ns, name string) (string, bool) {
+	l, err := cs.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 		return "", false
 	}

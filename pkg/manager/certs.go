@@ -22,6 +22,10 @@ import (
 // WebhookSecretName is the Secret holding the webhook's CA and serving certificate.
 const WebhookSecretName = "leasetune-webhook-tls" //nolint:gosec // G101: a Secret's name, not a credential
 
+// DefaultLeaseName is the Lease of leasetune's leader election unless
+// --lease-name names another (the controller's and cleanup's default).
+const DefaultLeaseName = "leasetune"
+
 // certCheckInterval is the longest wait between failed looks at the
 // webhook Secret and configuration (Config.CertCheckInterval replaces it);
 // otherwise they are watched (by name) and looked at only when they change.

@@ -93,11 +93,21 @@ type Cleanup struct {
 }
 
 // ownObjects are the project's own objects in its namespace, by kind.
-var ownObjects = []struct{ kind, name string }{
-	{"ConfigMap", settings.DefaultStateName},
-	{"ConfigMap", fleetsettings.ChannelConfigMapName},
-	{"Secret", manager.WebhookSecretName},
-	{"Lease", "leasetune"},
+func ownObjects(opts Options) []struct{ kind, name string } {
+	return []struct{ kind, name string }{
+		{"ConfigMap", settings.DefaultStateName},
+		{"ConfigMap", fleetsettings.ChannelConfigMapName},
+		{"Secret", manager.WebhookSecretName},
+		{"Lease", opts.Lease()},
+	}
+}
+
+// Lease is the controller's Lease: LeaseName, or manager.DefaultLeaseName.
+func (o Options) Lease() string {
+	if o.LeaseName == "" {
+		return manager.DefaultLeaseName
+	}
+	return o.LeaseName
 }
 
 // Cleanup lists what cleanup would remove: from every object that is the
@@ -129,7 +139,7 @@ func (r *Report) Cleanup(ctx context.Context, cs kubernetes.Interface, dyn dynam
 		}
 		c.Removals = append(c.Removals, Removal{Object: o, Env: env, Entries: removed})
 	}
-	for _, oo := range ownObjects {
+	for _, oo := range ownObjects(opts) {
 		var err error
 		switch oo.kind {
 		case "ConfigMap":
@@ -236,7 +246,7 @@ func (c *Cleanup) Apply(ctx context.Context, cs kubernetes.Interface, dyn dynami
 			return fmt.Errorf("%s: %w", ref, err)
 		}
 	}
-	for _, oo := range ownObjects {
+	for _, oo := range ownObjects(opts) {
 		var err error
 		switch oo.kind {
 		case "ConfigMap":

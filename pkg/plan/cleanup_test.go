@@ -2,10 +2,18 @@ package plan
 
 import (
 	"bytes"
+	"context"
+	"slices"
 	"strings"
 	"testing"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -102,6 +110,36 @@ func TestCleanupRestartsOfAManagementCluster(t *testing.T) {
 		o := clusterObject{gvr: agentenv.ManagementClusterGVR, obj: mgmt(c.ann), rv: c.rv}
 		if got := o.restarts(); got != c.want {
 			t.Errorf("%s %v: %q, want %q", c.rv, c.ann, got, c.want)
+		}
+	}
+}
+
+// TestCleanupUsesTheControllersLease: cleanup lists and deletes the Lease
+// the controller elects on (--lease-name), not a fixed name.
+func TestCleanupUsesTheControllersLease(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		leaseName, want string
+	}{{"", "leasetune"}, {"leasetune-b", "leasetune-b"}} {
+		cs := fake.NewSimpleClientset(
+			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "leasetune-system", Name: "leasetune"}},
+			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "leasetune-system", Name: "leasetune-b"}})
+		dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{electionStatusGVR: "ElectionStatusList"})
+		r := &Report{snap: snapshotWith(nil)}
+		opts := Options{Namespace: "leasetune-system", LeaseName: tc.leaseName}
+		c, err := r.Cleanup(ctx, cs, dyn, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(c.Own, []string{"Lease leasetune-system/" + tc.want}) {
+			t.Errorf("--lease-name %q: own %v", tc.leaseName, c.Own)
+		}
+		if err := c.Apply(ctx, cs, dyn, opts); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := cs.CoordinationV1().Leases("leasetune-system").List(ctx, metav1.ListOptions{})
+		if len(l.Items) != 1 || l.Items[0].Name == tc.want {
+			t.Errorf("--lease-name %q: Leases left %v, want the other one alone", tc.leaseName, l.Items)
 		}
 	}
 }

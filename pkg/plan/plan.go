@@ -41,6 +41,9 @@ type Options struct {
 	// RancherVersion, when known, replaces reading its image.
 	RancherDeployment string
 	RancherVersion    rancher.Version
+	// LeaseName is the controller's Lease (its --lease-name; "" is
+	// manager.DefaultLeaseName): cleanup deletes it.
+	LeaseName string
 	// Set is a proposed change (`plan --set NAME=VALUE`), applied in
 	// order over the current Setting values, each checked as the webhook
 	// would check it (settings.CheckChange): the report is then what the
