@@ -165,7 +165,7 @@ var RancherLockName = "cattle-controllers"
 // catalogue's Governed (pkg/locks, where each lock's source is cited).
 // Only Leases match; a ConfigMap of one of these names is wrangler v1's
 // ConfigMapsLeases multilock (v1.1.1 pkg/leader/leader.go line 34), that
-// is Fleet v0.9.0, which reads no election env (DESIGN.md section 2):
+// is Fleet v0.9.0, which reads no election env (docs/design.md, "How the timings reach each process"):
 // shown as a lock and not projected. In a downstream cluster's log the
 // Lease kube-system/cattle-controllers is cattle-cluster-agent's, which
 // reads the env of the cluster's agentEnvVars (see docs/rancher.md).

@@ -86,8 +86,8 @@ func (c Cost) TotalRequestsPerHour() float64 {
 // happened, and after expiry its next poll may come up to another 2.2 ×
 // retryPeriod later. Request latency is not included.
 //
-// Measured on kube-apiserver 1.32 with client-go v0.28 (DESIGN.md section
-// 6): 45s/30s/2s made 4,715 requests per hour against 4,725 here; 30s/25s/10s
+// Measured on kube-apiserver 1.32 with client-go v0.28 (docs/check.md):
+// 45s/30s/2s made 4,715 requests per hour against 4,725 here; 30s/25s/10s
 // made 950 against 945.
 func CostOf(t Timings, followers int, b ClientGoBehaviour) Cost {
 	perHour := float64(time.Hour) / float64(t.RetryPeriod)

@@ -15,7 +15,7 @@ func TestCostOf(t *testing.T) {
 		total     float64
 		failover  time.Duration
 	}{
-		// DESIGN.md section 6 measured 4,715/h and 950/h for these two.
+		// docs/check.md: 4,715/h and 950/h measured for these two.
 		{"wrangler, 1 follower, v0.28", WranglerDefaults, 1, LeaderGetsAndUpdates, 3600 + 1125, 45*time.Second + 8800*time.Millisecond},
 		{"fleet, 1 follower, v0.28", FleetDefaults, 1, LeaderGetsAndUpdates, 720 + 225, 74 * time.Second},
 		{"wrangler, 1 follower, v0.30", WranglerDefaults, 1, LeaderOnlyUpdates, 1800 + 1125, 45*time.Second + 8800*time.Millisecond},

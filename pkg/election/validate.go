@@ -22,7 +22,7 @@ const MaxDuration = time.Hour
 // client-go has no lower bound (NewLeaderElector takes 1ns); ours keeps a
 // unit typo such as "10ms" for "10s" from multiplying the lock traffic this
 // project exists to reduce: 2s already made the Fleet locks a third of all
-// kube-apiserver requests in SURE-3805 (DESIGN.md section 1), and 10ms would
+// kube-apiserver requests in SURE-3805 (docs/design.md, "Why: the lock traffic"), and 10ms would
 // be 200 times that. The shortest retry period any Kubernetes component
 // ships by default is 2s (client-go's "core clients default", k8s.io/
 // component-base RecommendedDefaultLeaderElectionConfiguration 15s/10s/2s

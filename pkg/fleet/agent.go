@@ -36,7 +36,7 @@ import (
 //
 // The agent is its own Bundle, upgraded by helm's three-way strategic merge
 // patch, which keys env by name: a second entry of a name breaks or loops
-// the agent's upgrade (DESIGN.md section 2). So wherever the manifest
+// the agent's upgrade (docs/design.md, "How the timings reach each process"). So wherever the manifest
 // renders a name, nothing may add it to spec.agentEnvVars.
 
 // RendersElectionEnv reports whether Fleet's agent manifest renders

@@ -7,7 +7,7 @@
 //
 // The facts come from the public rancher/fleet chart (charts/fleet) and
 // agent manifest (internal/cmd/controller/agentmanagement/agent), as
-// summarised in the project's DESIGN.md, section 2:
+// summarised in docs/design.md, "How the timings reach each process":
 //
 //	Fleet       controller side                     downstream fleet-agent
 //	v0.9        no env: wrangler's 45s/30s/2s       no env: wrangler's 45s/30s/2s

@@ -178,7 +178,7 @@ func (r *Report) planFleet(in fleetsettings.Inputs) {
 				restarts := "a rollout of " + d.Name
 				if election.FleetAgentPrefix.Owns(e.Name) {
 					// fleet-agentmanagement re-renders every agent bundle when it
-					// restarts with new FLEET_AGENT_ELECTION_* (DESIGN.md section 2).
+					// restarts with new FLEET_AGENT_ELECTION_* (docs/design.md, "How the timings reach each process").
 					restarts += ", then every fleet-agent (fleet-agentmanagement re-renders every agent)"
 					r.agentRollout = true
 				}
@@ -351,7 +351,7 @@ func (r *Report) planClusters(agent settings.ComponentStatus) {
 		}
 		if rt.RancherManaged && r.Rancher.ClusterAgentReadsElectionEnv() {
 			// cattle-cluster-agent gets the source object's agentEnvVars
-			// appended to its own env (DESIGN.md section 2), so it runs
+			// appended to its own env (docs/design.md, "How the timings reach each process"), so it runs
 			// whatever CATTLE_ELECTION_* entries are there after the write.
 			after := d.Env
 			if !d.Change {

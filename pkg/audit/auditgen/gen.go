@@ -3,7 +3,7 @@
 // writes them) with leader-election traffic of known timings, for the
 // benchmark of pkg/audit, its tests and the example in docs/audit.md.
 //
-// The log mimics the installation of SURE-3805 (DESIGN.md section 1): Fleet
+// The log mimics the installation of SURE-3805 (docs/design.md, "Why: the lock traffic"): Fleet
 // locks at wrangler's 2s retry period beside ordinary traffic (lists,
 // watches, gets and updates of other objects, a ConfigMap only read
 // periodically). It is deterministic for a given Options.Seed. It provides

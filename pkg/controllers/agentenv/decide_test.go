@@ -167,7 +167,7 @@ func TestDecide(t *testing.T) {
 			if c.runs != runs {
 				t.Errorf("fleet-agent runs %q, want %q", runs, c.runs)
 			}
-			// Never a duplicate name in the agent container (DESIGN.md rule 10).
+			// Never a duplicate name in the agent container (docs/design.md, rule 10).
 			if dups := c.channel.DuplicateNames(global, toEnvVars(d.Env)); len(dups) > 0 {
 				t.Errorf("the agent Deployment would get a second entry of %v", dups)
 			}

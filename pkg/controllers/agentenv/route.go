@@ -75,7 +75,7 @@ func hasOverride(u *unstructured.Unstructured) bool {
 }
 
 // Route decides which object is the source of a fleet Cluster's agent env
-// (DESIGN.md section 2; the facts and their sources are in pkg/rancher):
+// (docs/design.md, "How the timings reach each process"; the facts and their sources are in pkg/rancher):
 //
 //   - standalone (no management.cattle.io/cluster-name label): the fleet
 //     Cluster;

@@ -55,7 +55,7 @@ type Options struct {
 	// Agents, when set, counts the fleet-agents (one per fleet Cluster):
 	// a write of FLEET_AGENT_ELECTION_* redeploys every one of them
 	// (fleet-agentmanagement re-renders every agent bundle when it restarts
-	// with new values, DESIGN.md section 2), which the restart ledger
+	// with new values, docs/design.md, "How the timings reach each process"), which the restart ledger
 	// (metrics.Restarts "fleet-agent") counts.
 	Agents func() int
 	// Recorder records Events; may be nil.

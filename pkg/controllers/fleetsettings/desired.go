@@ -33,7 +33,7 @@ type ContainerEnv struct {
 // Desired returns the owned env entries that must be written on Deployment
 // d, per container, or nil when every owned entry already holds the right
 // duration. For each container and prefix it writes all three entries or
-// none (DESIGN.md rule 2). The agent triple goes on fleet-agentmanagement
+// none (docs/design.md, rule 2). The agent triple goes on fleet-agentmanagement
 // when the channel is fleet.ChannelAgentManagement, or when the container
 // already has FLEET_AGENT_ELECTION_* entries (they are kept current, never
 // removed). A triple that is not known, or does not validate, is not written.

@@ -85,8 +85,8 @@ type Decision struct {
 }
 
 // Decide computes, without side effects, the CATTLE_ELECTION_* entries the
-// rancher container of d must hold for the Rancher triple (DESIGN.md
-// section 2: Rancher 2.8.3+ reads them for its lock
+// rancher container of d must hold for the Rancher triple (docs/design.md,
+// "How the timings reach each process": Rancher 2.8.3+ reads them for its lock
 // kube-system/cattle-controllers through wrangler's pkg/leader, rancher/
 // rancher pkg/wrangler/context.go leader.NewManager("", "cattle-controllers"),
 // wrangler v2.1.4 and v3.2.1 pkg/leader/leader.go computeConfig; Rancher's

@@ -4,7 +4,7 @@
 // _RENEW_DEADLINE and _RETRY_PERIOD env entries of the container "rancher"
 // in the Rancher Deployment (cattle-system/rancher by default), which
 // Rancher 2.8.3 and later read for its lock kube-system/cattle-controllers
-// (DESIGN.md section 2; Rancher's chart renders none, so they come only
+// (docs/design.md, "How the timings reach each process"; Rancher's chart renders none, so they come only
 // from its extraEnv value or from here). The manager registers it with
 // --rancher-env (chart value rancherElection.enabled), on the leader.
 //

@@ -304,7 +304,7 @@ func planThenApply(t *testing.T, e env, ns string, obs *observer, kv []string, c
 		}
 	}
 	// FLEET_AGENT_ELECTION_* on fleet-agentmanagement make Fleet re-render
-	// every agent (DESIGN.md section 2): a redeploy of each, which this
+	// every agent (docs/design.md, "How the timings reach each process"): a redeploy of each, which this
 	// test, with no Fleet running, cannot watch; plan counts them.
 	for _, c := range p.Changes {
 		if strings.Contains(c.Field, "FLEET_AGENT_ELECTION_") {

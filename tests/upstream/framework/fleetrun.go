@@ -27,7 +27,7 @@ func WindowFor(triples ...election.Timings) time.Duration {
 
 // rancherConfig is leasetune's write of the fleet key of Rancher's
 // rancher-config ConfigMap (chart/templates/configMap.yaml), where Rancher
-// reads the Fleet chart's values (DESIGN.md section 3).
+// reads the Fleet chart's values (docs/design.md, "How the timings reach each process").
 const rancherConfig = "patch configmaps " + RancherNamespace + "/rancher-config"
 
 // FleetCase is case 4 of the suite, against the real Fleet of in (the

@@ -106,7 +106,7 @@ func (in *Installation) ContainerTriple(t testing.TB, ns, name, c string, prefix
 
 // DuplicateEnvNames returns, for every Deployment in the control plane,
 // the env names a container lists more than once ("ns/name container:
-// NAME"): never allowed (DESIGN.md rule 10).
+// NAME"): never allowed (docs/design.md, rule 10).
 func (in *Installation) DuplicateEnvNames(t testing.TB) []string {
 	t.Helper()
 	l, err := in.CP.Client.AppsV1().Deployments("").List(context.Background(), metav1.ListOptions{})

@@ -261,7 +261,7 @@ func warnings(t *testing.T, ns, name string) []string {
 // their cluster (cluster-env-v0.9, Fleet v0.9's agents, which Rancher 2.8
 // shipped), with Fleet's fleet-controller scaled to 0 (its v0.13
 // agentmanagement would render a second CATTLE_ELECTION_* of each name
-// for the local agent: DESIGN.md rule 10). leasetune writes each source
+// for the local agent: docs/design.md, rule 10). leasetune writes each source
 // object once, Rancher copies the env to the management and fleet Clusters
 // (one change of each fleet Cluster's spec.agentEnvVars: one agent
 // redeploy each), the user's HTTPS_PROXY stays first, no Warning is
