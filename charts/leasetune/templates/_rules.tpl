@@ -43,7 +43,8 @@ Durations made from values:
   after the old one died without releasing the Lease: leaseDuration +
   4.4 x retryPeriod of leasetune's own election (values leaderElection.*;
   client-go's followers look every 1 to 2.2 retry periods, and one counts
-  the lease from its last observation: ../shared/DESIGN.md section 2).
+  the lease from its last observation: docs/design.md, "How the timings
+  reach each process").
 */}}
 {{- define "leasetune.rules" -}}
 {{- $ns := include "leasetune.namespace" . -}}
