@@ -22,6 +22,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
@@ -61,7 +62,7 @@ func startServer(t *testing.T, env map[string]string) *server {
 	t.Cleanup(func() { s.stop(t) })
 	framework.Eventually(t, "settings created", func() bool {
 		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
-		return err == nil && len(l.Items) >= 6
+		return err == nil && len(l.Items) >= len(settings.Registry)
 	})
 	framework.Eventually(t, "webhook answers", func() bool {
 		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: time.Second}

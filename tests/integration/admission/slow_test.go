@@ -25,6 +25,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/admission"
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
@@ -91,7 +92,7 @@ func TestAdmissionWhileTheAPIServerIsSlow(t *testing.T) {
 	})
 	framework.Eventually(t, "settings created", func() bool {
 		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
-		return err == nil && len(l.Items) >= 6
+		return err == nil && len(l.Items) >= len(settings.Registry)
 	})
 
 	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
