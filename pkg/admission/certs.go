@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"leasetune.io/leasetune/pkg/fieldmanager"
 )
 
 // Secret keys of the webhook's TLS Secret.
@@ -51,10 +53,10 @@ func EnsureCerts(ctx context.Context, cs kubernetes.Interface, ns, name string, 
 			return tls.Certificate{}, nil, gerr
 		}
 		s, err = secrets.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "leasetune"}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{fieldmanager.ManagedByLabel: fieldmanager.Leasetune}},
 			Type:       corev1.SecretTypeTLS,
 			Data:       data,
-		}, metav1.CreateOptions{FieldManager: "leasetune"})
+		}, metav1.CreateOptions{FieldManager: fieldmanager.Leasetune})
 		if apierrors.IsAlreadyExists(err) {
 			s, err = secrets.Get(ctx, name, metav1.GetOptions{})
 		}
@@ -155,6 +157,6 @@ func PatchCABundle(ctx context.Context, cs kubernetes.Interface, name string, ca
 	if err != nil {
 		return err
 	}
-	_, err = vwcs.Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "leasetune"})
+	_, err = vwcs.Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: fieldmanager.Leasetune})
 	return err
 }

@@ -19,3 +19,8 @@ package fieldmanager
 // Leasetune is the field manager (metav1.PatchOptions.FieldManager and
 // the like) of leasetune's writes.
 const Leasetune = "leasetune"
+
+// ManagedByLabel marks the objects leasetune creates for itself (its state
+// ConfigMaps, its webhook Secret, the ElectionStatus) with the value
+// Leasetune, which `leasetune cleanup` looks for.
+const ManagedByLabel = "app.kubernetes.io/managed-by"

@@ -69,7 +69,7 @@ func Save(ctx context.Context, client corev1client.ConfigMapsGetter, ns, name st
 		switch {
 		case cm == nil:
 			out, err = cms.Create(ctx, &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "leasetune"}},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{fieldmanager.ManagedByLabel: fieldmanager.Leasetune}},
 				Data:       data,
 			}, metav1.CreateOptions{FieldManager: fieldmanager.Leasetune})
 		case maps.Equal(data, cm.Data):

@@ -159,7 +159,7 @@ func (r *Report) Cleanup(ctx context.Context, cs kubernetes.Interface, dyn dynam
 	// The ElectionStatus the leader keeps (cluster scoped; its CRD stays,
 	// as Helm leaves the CRDs it installed).
 	if u, err := dyn.Resource(electionStatusGVR).Get(ctx, electionstatus.Name, metav1.GetOptions{}); err == nil {
-		if u.GetLabels()["app.kubernetes.io/managed-by"] == "leasetune" {
+		if u.GetLabels()[fieldmanager.ManagedByLabel] == fieldmanager.Leasetune {
 			c.Own = append(c.Own, electionstatus.Kind+" "+electionstatus.Name)
 		}
 	} else if !apierrors.IsNotFound(err) {

@@ -264,7 +264,7 @@ func (c *Controller) sync(ctx context.Context) error {
 		obj := &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": GVR.GroupVersion().String(), "kind": electionstatus.Kind,
 			"metadata": map[string]interface{}{"name": electionstatus.Name,
-				"labels": map[string]interface{}{"app.kubernetes.io/managed-by": "leasetune"}},
+				"labels": map[string]interface{}{fieldmanager.ManagedByLabel: fieldmanager.Leasetune}},
 			"spec": map[string]interface{}{},
 		}}
 		if _, err := c.opts.Client.Resource(GVR).Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
