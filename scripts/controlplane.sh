@@ -5,7 +5,12 @@
 # Idempotent: if both binaries are already there, nothing is built.
 # The absolute folder path is the LAST line on stdout (progress goes to stderr):
 #   KUBEBUILDER_ASSETS=$(scripts/controlplane.sh)
+# With the argument `node`, also kube-controller-manager, kube-scheduler,
+# kubelet and kube-proxy of the same version, for the single-node cluster of
+# `make cluster` (hack/cluster):  scripts/controlplane.sh node
 set -euo pipefail
+node=
+[[ "${1:-}" == node ]] && node=1
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/cache.sh
@@ -29,7 +34,12 @@ k8s_date="$(modver k8s.io/kubernetes '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}
 etcd_version="$(modver go.etcd.io/etcd/server/v3 '{{.Version}}')"      # e.g. v3.6.8
 
 out="$(leasetune_cache)/controlplane/k8s-${k8s_version}-etcd-${etcd_version}"
-if [[ -x "$out/kube-apiserver" && -x "$out/etcd" && -x "$out/kubectl" ]]; then
+node_bins=(kube-controller-manager kube-scheduler kubelet kube-proxy)
+have_all() {
+  local b
+  for b in kube-apiserver etcd kubectl ${node:+"${node_bins[@]}"}; do [[ -x "$out/$b" ]] || return 1; done
+}
+if have_all; then
   echo "$out"
   exit 0
 fi
@@ -60,5 +70,8 @@ build etcd go.etcd.io/etcd/server/v3 "-s -w"
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$apiserver_ldflags"
 # kubectl, for `make run` (the commands it prints) and for envtest.
 build kubectl k8s.io/kubernetes/cmd/kubectl "$apiserver_ldflags"
+if [[ -n "$node" ]]; then
+  for b in "${node_bins[@]}"; do build "$b" "k8s.io/kubernetes/cmd/$b" "$apiserver_ldflags"; done
+fi
 
 echo "$out"

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+type kube struct {
+	cs  kubernetes.Interface
+	ext apiextclient.Interface
+}
+
+func (c *cluster) client() (*kube, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.p("admin.kubeconfig"))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ext, err := apiextclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &kube{cs: cs, ext: ext}, nil
+}
+
+func (k *kube) ready(ctx context.Context) error {
+	b, err := k.cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, b)
+	}
+	return nil
+}
+
+func (k *kube) nodeReady(ctx context.Context) error {
+	n, err := k.cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			if c.Status == corev1.ConditionTrue {
+				return nil
+			}
+			return fmt.Errorf("Ready %s: %s", c.Status, c.Message)
+		}
+	}
+	return errors.New("no Ready condition yet")
+}
+
+// StandIn turns a Deployment of Fleet's into one the node can run: its
+// containers run the stand-in image (hack/pause, with Fleet's command names),
+// never pulled; everything else, env first, stays as Fleet renders it.
+func StandIn(d *appsv1.Deployment) *appsv1.Deployment {
+	d = d.DeepCopy()
+	for i := range d.Spec.Template.Spec.Containers {
+		ct := &d.Spec.Template.Spec.Containers[i]
+		ct.Image, ct.ImagePullPolicy = standInImage, corev1.PullNever
+	}
+	return d
+}
+
+// seedFleet installs what a Fleet installation has that leasetune reads:
+// the Cluster CRD, the fleet-local and fleet-default namespaces, and
+// Fleet's Deployments with their ServiceAccounts (fleet-v<ver>-*.yaml of
+// the shared fixtures), and waits until their pods run.
+func (c *cluster) seedFleet(ctx context.Context, k *kube) error {
+	crdPath := filepath.Join(c.fixtures, "fleet", "fleet-"+c.fleet+"-clusters-crd.yaml")
+	var crd apiextv1.CustomResourceDefinition
+	if err := decodeFile(crdPath, func(dec *utilyaml.YAMLOrJSONDecoder) (bool, error) {
+		return false, dec.Decode(&crd)
+	}); err != nil {
+		return err
+	}
+	if _, err := k.ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, &crd, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("%s: %w", crdPath, err)
+	}
+	// cattle-system: Rancher's namespace, which a Rancher installation
+	// always has; the chart's Role for rancher-config lives there.
+	for _, ns := range []string{fleetNamespace, "fleet-local", "fleet-default", "cattle-system"} {
+		if _, err := k.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	depPath := filepath.Join(c.fixtures, "fleet", "fleet-"+c.fleet+"-deployments.yaml")
+	var deps []*appsv1.Deployment
+	if err := decodeFile(depPath, func(dec *utilyaml.YAMLOrJSONDecoder) (bool, error) {
+		var d appsv1.Deployment
+		err := dec.Decode(&d)
+		if err == nil && d.Name != "" {
+			deps = append(deps, &d)
+		}
+		return true, err
+	}); err != nil {
+		return err
+	}
+	for _, d := range deps {
+		d = StandIn(d)
+		if sa := d.Spec.Template.Spec.ServiceAccountName; sa != "" {
+			_, err := k.cs.CoreV1().ServiceAccounts(fleetNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+		}
+		if _, err := k.cs.AppsV1().Deployments(fleetNamespace).Create(ctx, d, metav1.CreateOptions{FieldManager: "helm"}); err != nil {
+			return fmt.Errorf("%s %s: %w", depPath, d.Name, err)
+		}
+	}
+	for _, d := range deps {
+		if err := c.waitFor(ctx, "Deployment "+fleetNamespace+"/"+d.Name+" available", 3*time.Minute, func() error {
+			return available(ctx, k, fleetNamespace, d.Name)
+		}, "kubelet", "containerd"); err != nil {
+			return err
+		}
+	}
+	logf("Fleet %s's %d Deployments run (the stand-in image)", c.fleet, len(deps))
+	return nil
+}
+
+func available(ctx context.Context, k *kube, ns, name string) error {
+	d, err := k.cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	if s.ObservedGeneration < d.Generation || s.UpdatedReplicas != want || s.AvailableReplicas != want || s.Replicas != want {
+		return fmt.Errorf("generation %d observed %d, %d updated, %d available, %d in all, of %d",
+			d.Generation, s.ObservedGeneration, s.UpdatedReplicas, s.AvailableReplicas, s.Replicas, want)
+	}
+	return nil
+}
+
+// decodeFile decodes the YAML documents of path with each until it returns
+// false or the file ends.
+func decodeFile(path string, each func(*utilyaml.YAMLOrJSONDecoder) (bool, error)) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		more, err := each(dec)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// installChart runs the README's install: helm install into
+// leasetune-system, the image as make image names it (leasetune:<appVersion>,
+// the chart's default repository and tag), no Rancher here, so installCRDs
+// stays true; then labels the namespace for Pod Security Admission's
+// restricted level, failing on any warning (a pod that would not pass).
+func (c *cluster) installChart(ctx context.Context, k *kube) error {
+	kubeconfig := c.p("admin.kubeconfig")
+	cmd := exec.CommandContext(ctx, c.helm, "install", "leasetune", filepath.Join(c.repo, "charts/leasetune"),
+		"--namespace", leasetuneNS, "--create-namespace", "--set", "image.repository=leasetune",
+		"--kubeconfig", kubeconfig, "--wait", "--timeout", "5m")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("helm install: %w: %s", err, out)
+	}
+	out, err := execOut(filepath.Join(c.assets, "kubectl"), "--kubeconfig", kubeconfig, "label", "namespace", leasetuneNS,
+		"pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/enforce-version=latest")
+	if err != nil {
+		return err
+	}
+	if bytes.Contains([]byte(out), []byte("Warning")) {
+		return fmt.Errorf("namespace %s under Pod Security restricted: %s", leasetuneNS, out)
+	}
+	if err := available(ctx, k, leasetuneNS, "leasetune"); err != nil {
+		return fmt.Errorf("leasetune after helm install --wait: %w", err)
+	}
+	logf("helm install leasetune: 2 replicas Ready; namespace %s enforces Pod Security restricted", leasetuneNS)
+	return nil
+}

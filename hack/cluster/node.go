@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The node's network. Every address is in 198.18.0.0/15 (RFC 2544: for
+// network tests) and lives in the network namespace netnsName, but for the
+// host end of one veth pair, the way in for kubectl and helm. The
+// namespace's default route leads to a bridge with no port, so nothing a
+// pod or component sends leaves the namespace, except to the host end.
+const (
+	netnsName   = "leasetune-node"
+	nodeName    = "leasetune-node"
+	clusterName = "leasetune-cluster"
+
+	nodeBridge = "lt0"           // no port: the default route's dead end
+	nodeIP     = "198.18.0.1"    // the node's address (kubelet, advertised by the apiserver)
+	deadEnd    = "198.18.0.2"    // the default route's gateway: nothing answers
+	hostLink   = "lt-host"       // the veth end in the host's namespace
+	nodeLink   = "lt-node"       // its peer in the node's namespace
+	hostIP     = "198.18.255.1"  // /30 with nodeLinkIP
+	nodeLinkIP = "198.18.255.2"  // where the host reaches the apiserver
+	podCIDR    = "198.18.1.0/24" // the CNI bridge cni0
+	podGateway = "198.18.1.1"    // cni0's address
+	svcCIDR    = "198.19.0.0/24" // Service cluster IPs
+	svcAPI     = "198.19.0.1"    // the kubernetes Service
+	apiPort    = "6443"
+)
+
+// run runs a command, returning its combined output in the error.
+func run(name string, args ...string) error {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// inNetns runs a command in the node's namespace.
+func inNetns(name string, args ...string) error {
+	return run("ip", append([]string{"netns", "exec", netnsName, name}, args...)...)
+}
+
+func netnsExists() bool {
+	_, err := os.Stat(filepath.Join("/run/netns", netnsName))
+	return err == nil
+}
+
+// network makes the node's namespace, its dead-end bridge with the node's
+// address and default route, and the veth pair to the host.
+func network() error {
+	steps := [][]string{
+		{"ip", "netns", "add", netnsName},
+		{"ip", "-n", netnsName, "link", "set", "lo", "up"},
+		{"ip", "-n", netnsName, "link", "add", nodeBridge, "type", "bridge"},
+		{"ip", "-n", netnsName, "addr", "add", nodeIP + "/24", "dev", nodeBridge},
+		{"ip", "-n", netnsName, "link", "set", nodeBridge, "up"},
+		{"ip", "-n", netnsName, "route", "add", "default", "via", deadEnd, "dev", nodeBridge},
+		{"ip", "link", "add", hostLink, "type", "veth", "peer", "name", nodeLink, "netns", netnsName},
+		{"ip", "addr", "add", hostIP + "/30", "dev", hostLink},
+		{"ip", "link", "set", hostLink, "up"},
+		{"ip", "-n", netnsName, "addr", "add", nodeLinkIP + "/30", "dev", nodeLink},
+		{"ip", "-n", netnsName, "link", "set", nodeLink, "up"},
+		// Pods reach Services and each other through the node: routing, not
+		// only bridging (kube-proxy masquerades all Service traffic, so no
+		// br_netfilter is needed).
+		{"ip", "netns", "exec", netnsName, "sysctl", "-qw", "net.ipv4.ip_forward=1"},
+		{"ip", "netns", "exec", netnsName, "sysctl", "-qw", "net.ipv4.conf.all.route_localnet=1"},
+	}
+	for _, s := range steps {
+		if err := run(s[0], s[1:]...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// proc is one of the node's processes, started detached (its own session)
+// in the node's namespace, logging to <state>/logs/<name>.log, its pid in
+// <state>/pids/<name>.
+type proc struct {
+	name string
+	args []string
+}
+
+func (c *cluster) start(p proc) error {
+	logf, err := os.OpenFile(filepath.Join(c.state, "logs", p.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	// nsenter, not ip netns exec: that one remounts /sys for the
+	// namespace, which hides the cgroup mounts the kubelet needs.
+	cmd := exec.Command("nsenter", append([]string{"--net=/run/netns/" + netnsName, "--"}, p.args...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = c.state
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", p.name, err)
+	}
+	pid := cmd.Process.Pid
+	if err := os.WriteFile(filepath.Join(c.state, "pids", p.name), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select { // a process that cannot start usually says so at once
+	case err := <-exited:
+		return fmt.Errorf("%s exited at start (%v): see %s", p.name, err, logf.Name())
+	case <-time.After(time.Second):
+	}
+	return cmd.Process.Release()
+}
+
+// alive reports whether the process named is running.
+func (c *cluster) alive(name string) bool {
+	pid, ok := c.pid(name)
+	return ok && syscall.Kill(pid, 0) == nil
+}
+
+func (c *cluster) pid(name string) (int, bool) {
+	b, err := os.ReadFile(filepath.Join(c.state, "pids", name))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid, err == nil
+}
+
+// waitFor polls cond every half second until it holds or d passes; the
+// processes named must stay alive meanwhile.
+func (c *cluster) waitFor(ctx context.Context, what string, d time.Duration, cond func() error, procs ...string) error {
+	deadline := time.Now().Add(d)
+	var last error
+	for {
+		if last = cond(); last == nil {
+			return nil
+		}
+		for _, p := range procs {
+			if !c.alive(p) {
+				return fmt.Errorf("%s: %s exited: see %s", what, p, filepath.Join(c.state, "logs", p+".log"))
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not within %s: %w", what, d, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// ips parses addresses.
+func ips(s ...string) []net.IP {
+	out := make([]net.IP, 0, len(s))
+	for _, a := range s {
+		out = append(out, net.ParseIP(a))
+	}
+	return out
+}
+
+var errNotRoot = errors.New("the node needs root (containerd, runc, network namespaces)")
