@@ -13,7 +13,7 @@ INTEGRATION_PKGS := ./tests/integration/...
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v -e /tests/integration/ -e /tests/upstream/) ./tests/upstream/releases/...
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 3m
 
-.PHONY: all build run test test-unit test-integration test-smoke test-upstream controlplane lint golangci-lint chart-lint generate verify-generated fmt fuzz bench bench-audit clean ui verify-ui test-ui
+.PHONY: all build run image cluster cluster-down test-cluster test test-unit test-integration test-smoke test-upstream controlplane lint golangci-lint chart-lint generate verify-generated fmt fuzz bench bench-audit clean ui verify-ui test-ui
 
 all: lint build test
 
@@ -29,6 +29,27 @@ run: build ## run leasetune: against $$KUBECONFIG when set, else against a local
 	  $(GO) build -o bin/devenv ./hack/devenv && \
 	  exec bin/devenv "$$assets" "$$PWD/$(BIN)" "$$PWD/.cache/dev" "$$PWD/.cache/dev/webhook.yaml"; \
 	fi
+
+image: ## the leasetune image, without Docker: bin/leasetune-image.tar (docker-archive; scripts/image.sh push REF pushes it)
+	scripts/image.sh
+
+# The single-node Kubernetes of docs/cluster.md (root): containerd, runc and
+# the CNI plugins from Debian, Kubernetes v1.36 built from its module, in a
+# network namespace of its own; Fleet's Deployments on a stand-in image;
+# leasetune installed by its chart. cluster-down removes all of it.
+cluster: ## a single-node Kubernetes on this machine with leasetune installed by its chart (root; docs/cluster.md)
+	scripts/cluster.sh up
+
+cluster-down: ## stop the node of make cluster and remove every process, mount, namespace, interface and file it made
+	scripts/cluster.sh down
+
+# The tests of leasetune's real pods on that node (tests/cluster); they fail
+# when no node is up.
+test-cluster: ## leasetune's real pods on the node of make cluster: failover, webhook, PodDisruptionBudget, rollouts, helm upgrade and uninstall, memory
+	@echo "test-cluster: go test -tags cluster ./tests/cluster on the node of make cluster ..."; start=$$SECONDS; \
+	  assets="$$(scripts/controlplane.sh node)" && helm="$$(scripts/helm.sh)" || exit 1; \
+	  if KUBECTL="$$assets/kubectl" HELM="$$helm" LEASETUNE_REPO="$$PWD" $(GO) test -tags cluster -count=1 -v -timeout 30m ./tests/cluster; \
+	  then echo "test-cluster: passed in $$((SECONDS - start))s"; else echo "test-cluster: failed after $$((SECONDS - start))s"; exit 1; fi
 
 controlplane: ## build kube-apiserver, etcd and kubectl into ~/.cache/leasetune/controlplane (idempotent)
 	scripts/controlplane.sh
@@ -52,6 +73,9 @@ test-unit:
 	  echo "test-unit: go test -race over $(words $(UNIT_PKGS)) packages (the first build with -race takes minutes) ..."; start=$$SECONDS; \
 	  if PROMTOOL="$$promtool" $(GO) test -race -count=1 $(UNIT_PKGS); then echo "test-unit: passed in $$((SECONDS - start))s"; \
 	  else echo "test-unit: failed after $$((SECONDS - start))s"; exit 1; fi
+	@echo "test-unit: the image builder (cd tools/image && go test) ..."; start=$$SECONDS; \
+	  if (cd tools/image && $(GO) test -mod=readonly -count=1 ./...); then echo "test-unit: the image builder passed in $$((SECONDS - start))s"; \
+	  else echo "test-unit: the image builder failed after $$((SECONDS - start))s"; exit 1; fi
 	@echo "test-unit: the dashboard's PromQL (cd tools/prometheus && go test) ..."; start=$$SECONDS; \
 	  if (cd tools/prometheus && $(GO) test -mod=readonly -count=1 ./...); then echo "test-unit: the dashboard's PromQL passed in $$((SECONDS - start))s"; \
 	  else echo "test-unit: the dashboard's PromQL failed after $$((SECONDS - start))s"; exit 1; fi
@@ -161,6 +185,7 @@ lint: verify-generated verify-ui chart-lint golangci-lint ## gofmt, go vet, gola
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags upstream ./tests/upstream/...
+	$(GO) vet -tags cluster ./tests/cluster/...
 	@tmp="$$(mktemp -d)"; cp go.mod go.sum "$$tmp"/; $(GO) mod tidy; \
 	  if ! diff -u "$$tmp/go.mod" go.mod || ! diff -u "$$tmp/go.sum" go.sum; then \
 	    echo "go.mod/go.sum were not tidy (restored; run go mod tidy)"; cp "$$tmp"/go.mod "$$tmp"/go.sum .; exit 1; fi

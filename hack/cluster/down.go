@@ -64,8 +64,38 @@ func (c *cluster) down() error {
 	if err := os.RemoveAll(c.state); err != nil {
 		return err
 	}
+	if left := c.leftOver(); len(left) > 0 {
+		return fmt.Errorf("down: left behind: %s", strings.Join(left, "; "))
+	}
 	logf("down: no process, mount, namespace, interface or file of the node is left")
 	return nil
+}
+
+// leftOver lists what down should have removed and is still there.
+func (c *cluster) leftOver() []string {
+	var left []string
+	if netnsExists() {
+		left = append(left, "network namespace "+netnsName)
+	}
+	if _, err := os.Stat("/sys/class/net/" + hostLink); err == nil {
+		left = append(left, "interface "+hostLink)
+	}
+	if ns := c.podNetns(); len(ns) > 0 {
+		left = append(left, "pod namespaces "+strings.Join(ns, " "))
+	}
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(mi), " "+c.state+"/") {
+		left = append(left, "mounts under "+c.state)
+	}
+	if pids := c.nodeProcesses(map[string]bool{}); len(pids) > 0 {
+		left = append(left, fmt.Sprintf("processes %v", pids))
+	}
+	if _, err := os.Stat(c.state); err == nil {
+		left = append(left, c.state)
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/memory/kubepods"); err == nil {
+		left = append(left, "cgroup kubepods")
+	}
+	return left
 }
 
 // podNetns are the pod namespaces containerd's CNI made for this node:
