@@ -62,7 +62,7 @@ func (k *kube) nodeReady(ctx context.Context) error {
 			if c.Status == corev1.ConditionTrue {
 				return nil
 			}
-			return fmt.Errorf("Ready %s: %s", c.Status, c.Message)
+			return fmt.Errorf("condition Ready is %s: %s", c.Status, c.Message)
 		}
 	}
 	return errors.New("no Ready condition yet")

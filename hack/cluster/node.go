@@ -48,11 +48,6 @@ func run(name string, args ...string) error {
 	return nil
 }
 
-// inNetns runs a command in the node's namespace.
-func inNetns(name string, args ...string) error {
-	return run("ip", append([]string{"netns", "exec", netnsName, name}, args...)...)
-}
-
 func netnsExists() bool {
 	_, err := os.Stat(filepath.Join("/run/netns", netnsName))
 	return err == nil
@@ -118,7 +113,7 @@ func (c *cluster) start(p proc) error {
 	go func() { exited <- cmd.Wait() }()
 	select { // a process that cannot start usually says so at once
 	case err := <-exited:
-		return fmt.Errorf("%s exited at start (%v): see %s", p.name, err, logf.Name())
+		return fmt.Errorf("%s exited at start (%w): see %s", p.name, err, logf.Name())
 	case <-time.After(time.Second):
 	}
 	return cmd.Process.Release()
