@@ -78,7 +78,10 @@ func TestMain(m *testing.M) {
 	cfg.QPS, cfg.Burst = 200, 400
 	cs = kubernetes.NewForConfigOrDie(cfg)
 	dyn = dynamic.NewForConfigOrDie(cfg)
-	os.Setenv("KUBECONFIG", kubeconfig)
+	if err := os.Setenv("KUBECONFIG", kubeconfig); err != nil { // for kubectl and helm
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	os.Exit(m.Run())
 }
 
@@ -218,11 +221,10 @@ func deployment(t *testing.T, namespace, name string) *appsv1.Deployment {
 // name of the Deployment that owns them (its ReplicaSet's name less the
 // hash): the rollouts the tests count.
 type podStarts struct {
-	mu     sync.Mutex
-	byDep  map[string]int
-	stop   func()
-	done   chan struct{}
-	events int
+	mu    sync.Mutex
+	byDep map[string]int
+	stop  func()
+	done  chan struct{}
 }
 
 func watchPodStarts(t *testing.T, namespace string) *podStarts {
