@@ -20,6 +20,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"leasetune.io/leasetune/tests/helmchart"
+
+	"leasetune.io/leasetune/tests/kit"
 )
 
 var (
@@ -50,7 +52,7 @@ func promtool(t *testing.T) string {
 		promtoolPath = lines[len(lines)-1]
 	})
 	if promtoolPath == "" {
-		t.Skipf("no promtool can be had, so the alert rules are not tested: %s", promtoolErr)
+		kit.SkipUnlessRequired(t, "promtool", "no promtool can be had, so the alert rules are not tested: "+promtoolErr)
 	}
 	return promtoolPath
 }

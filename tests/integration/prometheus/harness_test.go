@@ -28,6 +28,8 @@ import (
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/dashboard"
 	"leasetune.io/leasetune/tests/integration/framework"
+
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // settle is the controller's settle time: the three Settings of a triple,
@@ -63,7 +65,7 @@ var (
 func sharedEnv(t *testing.T) *env {
 	t.Helper()
 	if noPrometheus != "" {
-		t.Skip(noPrometheus)
+		kit.SkipUnlessRequired(t, "prometheus", noPrometheus)
 	}
 	envOnce.Do(func() {
 		envErr = "the shared installation did not start (see the first test's failure)"

@@ -263,7 +263,7 @@ func TestBrowser(t *testing.T) {
 		if errors.As(err, &ee) {
 			why = strings.TrimSpace(string(ee.Stderr))
 		}
-		t.Skipf("SKIPPED: no chromium for the browser test (scripts/chromium.sh: %v: %s); on Debian as root it installs it itself", err, why)
+		kit.SkipUnlessRequired(t, "browser", fmt.Sprintf("SKIPPED: no chromium for the browser test (scripts/chromium.sh: %v: %s); on Debian as root it installs it itself", err, why))
 	}
 	deps := exec.Command("bash", filepath.Join(root, "scripts/ui.sh"), "deps")
 	if out, err := deps.CombinedOutput(); err != nil {
