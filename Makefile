@@ -231,7 +231,7 @@ CONFIGS ?= bench,chart,today
 ROUNDS ?= 3
 bench: build ## benchmark leasetune against the raw-PATCH floor on a local control plane (N clusters, REST seconds at rest, CONFIGS, ROUNDS)
 	assets="$$(scripts/controlplane.sh)" && $(GO) build -o bin/bench ./hack/bench && \
-	  bin/bench -assets "$$assets" -binary $(BIN) -n $(N) -rest $(REST)s -configs $(CONFIGS) -rounds $(ROUNDS)
+	  bin/bench -assets "$$assets" -helm "$$(scripts/helm.sh)" -binary $(BIN) -n $(N) -rest $(REST)s -configs $(CONFIGS) -rounds $(ROUNDS)
 
 # BenchmarkAudit (pkg/audit): `leasetune audit`'s readers against
 # json-iterator, encoding/json and jq's pipeline on two generated logs of

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"leasetune.io/leasetune/pkg/audit/auditgen"
+	"leasetune.io/leasetune/hack/auditgen"
 )
 
 // sampleLog writes a generated log (the SURE-3805 mix, 30 minutes) and

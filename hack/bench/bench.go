@@ -232,7 +232,7 @@ func (b *bench) startControlPlane(ctx context.Context) error {
 		return fmt.Errorf("setup: %w", err)
 	}
 	if b.c.chart {
-		if err := registerWebhook(ctx, b.cs, b.ports[2]); err != nil {
+		if err := registerWebhook(ctx, b.cs, b.o.helm, b.ports[2]); err != nil {
 			return fmt.Errorf("the chart's webhook: %w", err)
 		}
 	}

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,10 +14,9 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	sigsyaml "sigs.k8s.io/yaml"
-
-	"leasetune.io/leasetune/tests/helmchart"
 )
 
 // configuration is how the bench runs leasetune: each is measured on its
@@ -91,11 +94,7 @@ const chartCRDs = "charts/leasetune/crds"
 // clientConfig pointing at addr (the controller's --webhook-addr on
 // loopback: the test apiserver has no Service network) at the same path.
 // leasetune fills in its caBundle (--webhook-config leasetune).
-func registerWebhook(ctx context.Context, cs kubernetes.Interface, addr string) error {
-	helm, err := helmchart.Path()
-	if err != nil {
-		return err
-	}
+func registerWebhook(ctx context.Context, cs kubernetes.Interface, helm, addr string) error {
 	chart, err := filepath.Abs("charts/leasetune")
 	if err != nil {
 		return err
@@ -106,19 +105,23 @@ func registerWebhook(ctx context.Context, cs kubernetes.Interface, addr string) 
 	if err != nil {
 		return fmt.Errorf("the apiserver's version: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, helm, "template", "leasetune", chart, "--namespace", helmchart.Namespace,
+	cmd := exec.CommandContext(ctx, helm, "template", "leasetune", chart, "--namespace", "leasetune-system",
 		"--kube-version", v.GitVersion, "--show-only", "templates/webhook.yaml")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
 		return fmt.Errorf("helm template: %w", err)
 	}
-	docs, err := helmchart.Split(out)
-	if err != nil {
-		return err
-	}
 	n := 0
-	for _, d := range docs {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
+	for {
+		d, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
 		var meta metav1.TypeMeta
 		if err := sigsyaml.Unmarshal(d, &meta); err != nil {
 			return err

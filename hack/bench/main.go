@@ -73,6 +73,7 @@ type options struct {
 	n                  int
 	rest               time.Duration
 	assets, binary     string
+	helm               string
 	fixtures           string
 	convergenceTimeout time.Duration
 	profile            string
@@ -97,6 +98,7 @@ func main() {
 	flag.DurationVar(&o.rest, "rest", 180*time.Second, "how long to measure leasetune at rest")
 	flag.StringVar(&o.assets, "assets", "", "folder of kube-apiserver, etcd and kubectl (scripts/controlplane.sh prints it)")
 	flag.StringVar(&o.binary, "binary", "bin/leasetune", "the leasetune binary")
+	flag.StringVar(&o.helm, "helm", "helm", "the helm binary (make bench passes scripts/helm.sh's)")
 	flag.StringVar(&o.fixtures, "fixtures", "../shared/fixtures", "the shared fixtures folder (Fleet CRDs and Deployments)")
 	flag.DurationVar(&o.convergenceTimeout, "timeout", 15*time.Minute, "how long each convergence may take before the bench gives up")
 	flag.IntVar(&o.rounds, "rounds", 3, "how many global changes to measure, each between the floors just before and after it (leasetune restarted for each; the verdict is the median round's)")

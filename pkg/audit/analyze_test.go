@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"leasetune.io/leasetune/pkg/audit/auditgen"
+	"leasetune.io/leasetune/hack/auditgen"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/settings"
 )

@@ -19,7 +19,7 @@ import (
 
 	jsoniter "github.com/json-iterator/go"
 
-	"leasetune.io/leasetune/pkg/audit/auditgen"
+	"leasetune.io/leasetune/hack/auditgen"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/settings"
 )

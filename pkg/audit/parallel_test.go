@@ -11,7 +11,7 @@ import (
 	"testing/iotest"
 	"time"
 
-	"leasetune.io/leasetune/pkg/audit/auditgen"
+	"leasetune.io/leasetune/hack/auditgen"
 )
 
 // parallelLog is a log with what the parallel reader must keep in order:

@@ -2,8 +2,8 @@
 // package auditgen): the SURE-3805 mix of Fleet locks at wrangler's 2s
 // beside other traffic.
 //
-//	go run ./pkg/audit/auditgen/cmd -o audit.log -duration 4h24m
-//	go run ./pkg/audit/auditgen/cmd -o audit.log -size 300MiB -stages
+//	go run ./hack/auditgen/cmd -o audit.log -duration 4h24m
+//	go run ./hack/auditgen/cmd -o audit.log -size 300MiB -stages
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"leasetune.io/leasetune/pkg/audit/auditgen"
+	"leasetune.io/leasetune/hack/auditgen"
 )
 
 func main() {
