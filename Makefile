@@ -48,7 +48,7 @@ cluster-down: ## stop the node of make cluster and remove every process, mount, 
 test-cluster: ## leasetune's real pods on the node of make cluster: failover, webhook, PodDisruptionBudget, rollouts, helm upgrade and uninstall, memory
 	@echo "test-cluster: go test -tags cluster ./tests/cluster on the node of make cluster ..."; start=$$SECONDS; \
 	  assets="$$(scripts/controlplane.sh node)" && helm="$$(scripts/helm.sh)" || exit 1; \
-	  if KUBECTL="$$assets/kubectl" HELM="$$helm" LEASETUNE_REPO="$$PWD" $(GO) test -tags cluster -count=1 -v -timeout 30m ./tests/cluster; \
+	  if KUBECTL="$$assets/kubectl" HELM="$$helm" LEASETUNE_REPO="$$PWD" $(GO) test -tags cluster -count=1 -v -timeout 14m ./tests/cluster; \
 	  then echo "test-cluster: passed in $$((SECONDS - start))s"; else echo "test-cluster: failed after $$((SECONDS - start))s"; exit 1; fi
 
 controlplane: ## build kube-apiserver, etcd and kubectl into ~/.cache/leasetune/controlplane (idempotent)

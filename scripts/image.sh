@@ -24,8 +24,10 @@ created="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
 # The module path; LEASETUNE_IMAGE_SOURCE names another home (a fork).
 source_url="${LEASETUNE_IMAGE_SOURCE:-https://leasetune.io/leasetune}"
 
-image() { (cd tools/image && go run -mod=readonly . "$@" -created "$created" -revision "$revision" -source "$source_url"); }
-static() { CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$1" "$2"; }
+# The tool runs here whatever GOOS/GOARCH the binary is built for (it reads
+# the binary's architecture from the binary).
+image() { (cd tools/image && env -u GOOS -u GOARCH go run -mod=readonly . "$@" -created "$created" -revision "$revision" -source "$source_url"); }
+static() { CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w" -o "$1" "$2"; }
 
 case "${1:-leasetune}" in
 leasetune)
@@ -44,7 +46,7 @@ pause)
   ;;
 push)
   [[ $# -eq 2 ]] || { echo "usage: $0 push REGISTRY/REPOSITORY:TAG" >&2; exit 2; }
-  [[ -f bin/leasetune-image.tar ]] || "$0" >/dev/null
+  "$0" >/dev/null # rebuilt from this commit (seconds; the same digest when nothing changed)
   (cd tools/image && go run -mod=readonly github.com/google/go-containerregistry/cmd/crane push "$root/bin/leasetune-image.tar" "$2")
   ;;
 *) echo "usage: $0 [leasetune|pause|push REF]" >&2; exit 2 ;;

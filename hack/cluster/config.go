@@ -10,7 +10,9 @@ import (
 // Files the node's processes read, written at `up` into the state folder.
 
 // containerdConfig: containerd 1.6 (Debian bookworm) with its CRI plugin,
-// every path under the state folder. restrict_oom_score_adj: processes
+// every path under the state folder that containerd lets one choose (runc's
+// root among them); down.go removes the two it does not (shim sockets,
+// CNI results). restrict_oom_score_adj: processes
 // here cannot lower their OOM score, and without it every sandbox fails
 // with runc's "can't get final child's PID from pipe".
 func (c *cluster) containerdConfig() string {
@@ -33,10 +35,11 @@ state = %[2]q
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        Root = %[8]q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %[6]q
     conf_dir = %[7]q
-`, c.p("containerd"), c.p("run/containerd"), c.socket(), c.p("opt"), pauseImage, cniBinDir, c.p("cni/net.d"))
+`, c.p("containerd"), c.p("run/containerd"), c.socket(), c.p("opt"), pauseImage, cniBinDir, c.p("cni/net.d"), c.p("run/runc"))
 }
 
 // cniConfig: one bridge, cni0, the node routing for it.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,10 +23,13 @@ func (c *cluster) down() error {
 	if os.Geteuid() != 0 {
 		return errNotRoot
 	}
-	// The kubelet first, so that nothing restarts what goes next.
-	if pid, ok := c.pid("kubelet"); ok {
+	nodeNS, _ := nsInode(filepath.Join("/run/netns", netnsName))
+	// The kubelet first, so that nothing restarts what goes next; by its
+	// pid file only if that pid is still a process in the node's namespace.
+	if pid, ok := c.pid("kubelet"); ok && nodeNS != "" && procNetns(pid) == nodeNS {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+	tasks := c.taskIDs()
 	podNetns := c.podNetns()
 	nsInodes := map[string]bool{}
 	for _, n := range append([]string{netnsName}, podNetns...) {
@@ -61,10 +65,22 @@ func (c *cluster) down() error {
 		_ = run("ip", "link", "delete", hostLink)
 	}
 	removeCgroups()
+	if err := c.restoreSysctls(); err != nil {
+		return err
+	}
+	for _, f := range c.outsideFiles(tasks) {
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	// Their folders too, when nothing else left files in them.
+	for _, d := range []string{"/run/containerd/s", "/run/containerd", "/var/lib/cni/results", "/var/lib/cni"} {
+		_ = os.Remove(d)
+	}
 	if err := os.RemoveAll(c.state); err != nil {
 		return err
 	}
-	if left := c.leftOver(); len(left) > 0 {
+	if left := c.leftOver(tasks); len(left) > 0 {
 		return fmt.Errorf("down: left behind: %s", strings.Join(left, "; "))
 	}
 	logf("down: no process, mount, namespace, interface or file of the node is left")
@@ -72,8 +88,13 @@ func (c *cluster) down() error {
 }
 
 // leftOver lists what down should have removed and is still there.
-func (c *cluster) leftOver() []string {
+func (c *cluster) leftOver(tasks []string) []string {
 	var left []string
+	for _, f := range c.outsideFiles(tasks) {
+		if _, err := os.Lstat(f); err == nil {
+			left = append(left, f)
+		}
+	}
 	if netnsExists() {
 		left = append(left, "network namespace "+netnsName)
 	}
@@ -92,49 +113,133 @@ func (c *cluster) leftOver() []string {
 	if _, err := os.Stat(c.state); err == nil {
 		left = append(left, c.state)
 	}
-	if _, err := os.Stat("/sys/fs/cgroup/memory/kubepods"); err == nil {
-		left = append(left, "cgroup kubepods")
+	if m, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods"); len(m) > 0 {
+		left = append(left, "cgroups "+strings.Join(m, " "))
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/kubepods"); err == nil {
+		left = append(left, "cgroup /sys/fs/cgroup/kubepods")
 	}
 	return left
 }
 
+// taskIDs are the ids of the containerd tasks (pod sandboxes and
+// containers) of the node, from its containerd's state.
+func (c *cluster) taskIDs() []string {
+	entries, _ := os.ReadDir(c.p("run/containerd/io.containerd.runtime.v2.task/k8s.io"))
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// outsideFiles are the files the node's containerd writes outside the
+// state folder, where no setting moves them, for the tasks given:
+//   - each shim's socket, /run/containerd/s/<sha256 of <containerd's
+//     address>/<namespace>/<id>> (containerd runtime/v2/shim/util_unix.go
+//     SocketAddress, v1.7.23 as v1.6): a killed shim leaves it;
+//   - the CNI plugins' results, /var/lib/cni/results/<network>-<id>-<ifname>
+//     (libcni's cache), which a pod torn down without CNI DEL leaves: the
+//     network "leasetune" (cni0) and containerd's "cni-loopback".
+func (c *cluster) outsideFiles(tasks []string) []string {
+	var out []string
+	for _, id := range tasks {
+		sum := sha256.Sum256([]byte(filepath.Join(c.socket(), "k8s.io", id)))
+		out = append(out, fmt.Sprintf("/run/containerd/s/%x", sum),
+			"/var/lib/cni/results/leasetune-"+id+"-eth0", "/var/lib/cni/results/cni-loopback-"+id+"-lo")
+	}
+	return out
+}
+
 // podNetns are the pod namespaces containerd's CNI made for this node:
-// /run/netns/cni-* with an address in the pods' range.
+// the /run/netns/cni-* that hold an address in the pods' range, or that a
+// process under one of the node's shims is in (a pod whose address is
+// gone).
 func (c *cluster) podNetns() []string {
 	entries, _ := os.ReadDir("/run/netns")
+	held := c.shimChildrenNetns()
 	var out []string
 	prefix := strings.TrimSuffix(podCIDR, "0/24")
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), "cni-") {
 			continue
 		}
+		ino, _ := nsInode(filepath.Join("/run/netns", e.Name()))
 		addrs, err := execOut("ip", "-n", e.Name(), "-4", "addr", "show")
-		if err == nil && strings.Contains(addrs, "inet "+prefix) {
-			out = append(out, e.Name())
-		}
-		// A namespace whose pod is gone has no address left: it is ours
-		// when containerd's state names it.
-		if err == nil && !strings.Contains(addrs, "inet ") && c.stateNames(e.Name()) {
+		if (err == nil && strings.Contains(addrs, "inet "+prefix)) || (ino != "" && held[ino]) {
 			out = append(out, e.Name())
 		}
 	}
 	return out
 }
 
-// stateNames reports whether a file under the state folder's containerd
-// state mentions s (the CRI's sandbox metadata names its netns path).
-func (c *cluster) stateNames(s string) bool {
-	found := false
-	_ = filepath.Walk(c.p("containerd/io.containerd.grpc.v1.cri/sandboxes"), func(path string, info os.FileInfo, err error) error {
-		if err != nil || found || info.IsDir() || info.Size() > 1<<20 {
-			return nil
+// shims are the pids of the node's containerd shims: containerd-shim-runc-v2
+// started with -address of the node's containerd (exactly).
+func (c *cluster) shims() map[int]bool {
+	out := map[int]bool{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
 		}
-		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), s) {
-			found = true
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue
 		}
-		return nil
-	})
-	return found
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) == 0 || filepath.Base(args[0]) != "containerd-shim-runc-v2" {
+			continue
+		}
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "-address" && args[i+1] == c.socket() {
+				out[pid] = true
+			}
+		}
+	}
+	return out
+}
+
+// shimChildrenNetns are the network namespaces of the processes whose
+// parent is one of the node's shims (the pods' pause and containers).
+func (c *cluster) shimChildrenNetns() map[string]bool {
+	shims := c.shims()
+	out := map[string]bool{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if shims[ppid(pid)] {
+			if ns := procNetns(pid); ns != "" {
+				out[ns] = true
+			}
+		}
+	}
+	return out
+}
+
+func ppid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...: comm may hold spaces, so after the last ')'.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(f[1])
+	return p
+}
+
+func procNetns(pid int) string {
+	l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		return ""
+	}
+	return l
 }
 
 func nsInode(path string) (string, error) {
@@ -145,22 +250,20 @@ func nsInode(path string) (string, error) {
 	return fmt.Sprintf("net:[%d]", st.Ino), nil
 }
 
-// nodeProcesses are the pids in one of the namespaces, or whose command
-// line names the state folder.
+// nodeProcesses are the pids in one of the namespaces, and the node's
+// shims (which containerd started in the node's namespace, so they are
+// among those already; this also finds one that moved).
 func (c *cluster) nodeProcesses(nsInodes map[string]bool) []int {
 	entries, _ := os.ReadDir("/proc")
 	self := os.Getpid()
+	shims := c.shims()
 	var out []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
 			continue
 		}
-		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && nsInodes[link] {
-			out = append(out, pid)
-			continue
-		}
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(b), c.state+"/") {
+		if nsInodes[procNetns(pid)] || shims[pid] {
 			out = append(out, pid)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -64,11 +65,12 @@ func main() {
 		c.images = strings.Split(*images, ",")
 	}
 	ctx := context.Background()
-	var err error
-	switch os.Args[1] {
-	case "up":
+	err := checkState(c.state)
+	switch {
+	case err != nil:
+	case os.Args[1] == "up":
 		err = c.up(ctx)
-	case "down":
+	case os.Args[1] == "down":
 		err = c.down()
 	default:
 		err = fmt.Errorf("unknown command %q: up or down", os.Args[1])
@@ -77,6 +79,27 @@ func main() {
 		fmt.Fprintln(os.Stderr, "cluster:", err)
 		os.Exit(1)
 	}
+}
+
+// marker is the file up writes first into the state folder: down removes
+// only a folder that has it.
+const marker = ".leasetune-cluster"
+
+// checkState refuses a state folder down could not safely remove: not
+// absolute and clean, fewer than two levels below /, or an existing folder
+// that is not empty and has no marker (not one up made).
+func checkState(state string) error {
+	if !filepath.IsAbs(state) || filepath.Clean(state) != state || strings.Count(state, "/") < 2 {
+		return fmt.Errorf("-state %q: want an absolute, clean path at least two levels below / (the default: /var/lib/leasetune-cluster)", state)
+	}
+	entries, err := os.ReadDir(state)
+	if err != nil || len(entries) == 0 {
+		return nil // none yet, or empty
+	}
+	if _, err := os.Stat(filepath.Join(state, marker)); err != nil {
+		return fmt.Errorf("-state %s: a folder that make cluster did not make (no %s in it); choose another", state, marker)
+	}
+	return nil
 }
 
 func logf(format string, args ...any) {
@@ -100,6 +123,12 @@ func (c *cluster) up(ctx context.Context) error {
 	}
 	if c.assets == "" {
 		return errors.New("-assets is required")
+	}
+	if err := os.MkdirAll(c.state, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.p(marker), []byte("the state of make cluster's node: make cluster-down removes this folder\n"), 0o644); err != nil {
+		return err
 	}
 	for _, d := range []string{"logs", "pids", "run", "etcd"} {
 		if err := os.MkdirAll(c.p(d), 0o755); err != nil {
@@ -151,6 +180,9 @@ func (c *cluster) up(ctx context.Context) error {
 		return err
 	}
 	logf("kube-apiserver ready (%s)", time.Since(start).Round(time.Second))
+	if err := c.saveSysctls(); err != nil { // the kubelet sets some; down puts them back
+		return err
+	}
 	for _, n := range []string{"kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"} {
 		if err := c.start(byName[n]); err != nil {
 			return err
@@ -172,12 +204,12 @@ func (c *cluster) up(ctx context.Context) error {
 	fmt.Printf(`The node is up (docs/cluster.md). From this machine:
 
   export KUBECONFIG=%s
-  kubectl get pods -A
-  kubectl -n %s get lease leasetune
+  %s get pods -A          # the kubectl of the node's version
+  %[2]s -n %s get lease leasetune
   make test-cluster
   make cluster-down     # stops every process, removes every mount, namespace, interface and file it made
 
 Logs: %s/logs/
-`, c.p("admin.kubeconfig"), leasetuneNS, c.state)
+`, c.p("admin.kubeconfig"), filepath.Join(c.assets, "kubectl"), leasetuneNS, c.state)
 	return nil
 }

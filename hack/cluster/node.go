@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -169,3 +170,42 @@ func ips(s ...string) []net.IP {
 }
 
 var errNotRoot = errors.New("the node needs root (containerd, runc, network namespaces)")
+
+// kubeletSysctls are the kernel settings the kubelet sets at start when
+// they differ (kubernetes v1.36.3 pkg/kubelet/cm/container_manager_linux.go
+// setupKernelTunables; protectKernelDefaults is false): machine-wide, so up
+// records them and down puts them back.
+var kubeletSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
+	"kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
+
+func (c *cluster) saveSysctls() error {
+	var b strings.Builder
+	for _, k := range kubeletSysctls {
+		v, err := os.ReadFile("/proc/sys/" + k)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s=%s\n", k, strings.TrimSpace(string(v)))
+	}
+	return os.WriteFile(c.p("sysctl-before"), []byte(b.String()), 0o644)
+}
+
+func (c *cluster) restoreSysctls() error {
+	b, err := os.ReadFile(c.p("sysctl-before"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || !slices.Contains(kubeletSysctls, k) {
+			return fmt.Errorf("%s: line %q", c.p("sysctl-before"), l)
+		}
+		if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil {
+			return fmt.Errorf("restore %s=%s: %w", k, v, err)
+		}
+	}
+	return nil
+}

@@ -59,12 +59,18 @@ func TestReplicasLeadAndStandBy(t *testing.T) {
 	}
 }
 
-// TestPodsAsTheChartPromises reads the leasetune processes on the node:
+// TestPodsAsTheChartPromises: the pods run the image of
+// bin/leasetune-image.tar; it reads the leasetune processes on the node:
 // uid and gid 65532, no capability, no privilege escalation, a read-only
 // root, and a root filesystem that holds the binary alone (no shell).
 func TestPodsAsTheChartPromises(t *testing.T) {
 	leader, standby := settled(t)
+	id := archiveImageID(t)
 	for _, pod := range []corev1.Pod{leader, standby} {
+		// The image make image built (its config's digest), not another.
+		if got := pod.Status.ContainerStatuses[0].ImageID; !strings.HasSuffix(got, id) {
+			t.Errorf("%s runs image %s, want bin/leasetune-image.tar's %s", pod.Name, got, id)
+		}
 		pid := nodeProcess(t, pod, "/usr/local/bin/leasetune")
 		st := procStatus(t, pid)
 		for k, want := range map[string]string{
@@ -193,8 +199,13 @@ func TestFailover(t *testing.T) {
 		}
 		t.Logf("pod deleted (SIGTERM): Lease released after %s, taken by %s (%s) after %s (retryPeriod %s)",
 			released.Round(10*time.Millisecond), who, taker, taken.Round(10*time.Millisecond), retryPeriod)
-		if max := time.Duration(float64(retryPeriod)*(1+jitter)) + 2*time.Second; taken > max {
-			t.Errorf("taken after %s, want within one retry (%s)", taken, max)
+		// From the release: one jittered retry of a candidate (and the
+		// poll's 250ms); the release itself comes with SIGTERM's delivery.
+		if max := time.Duration(float64(retryPeriod)*(1+jitter)) + time.Second; taken-released > max {
+			t.Errorf("taken %s after the release, want within one retry (%s)", taken-released, max)
+		}
+		if released > 10*time.Second {
+			t.Errorf("released %s after the delete, want at SIGTERM", released)
 		}
 	})
 	t.Run("killed", func(t *testing.T) {
@@ -205,6 +216,7 @@ func TestFailover(t *testing.T) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
+		lastRenew := lease(t).Spec.RenewTime.Time // nothing renews it after the kill
 		zero := int64(0)
 		if err := cs.CoreV1().Pods(ns).Delete(ctx(t), leader.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 			t.Fatal(err)
@@ -224,8 +236,11 @@ func TestFailover(t *testing.T) {
 		if max := leaseDuration + 2*time.Duration(float64(retryPeriod)*(1+jitter)) + 2*time.Second; taken > max {
 			t.Errorf("taken after %s, want within %s", taken, max)
 		}
-		if taken < leaseDuration-retryPeriod {
-			t.Errorf("taken after %s, before the Lease could expire (%s): was it released?", taken, leaseDuration)
+		// No candidate may take it before leaseDuration has passed since
+		// the last renewal it saw (a second for the Lease's microsecond
+		// times and the poll).
+		if acquired := lease(t).Spec.AcquireTime.Time; acquired.Sub(lastRenew) < leaseDuration-time.Second {
+			t.Errorf("acquired %s after the last renewal, before the Lease could expire (%s): was it released?", acquired.Sub(lastRenew), leaseDuration)
 		}
 	})
 	settled(t)
@@ -287,7 +302,11 @@ func TestSettingChangeRollsFleetOnce(t *testing.T) {
 		for _, name := range deps {
 			eventually(t, name+" rolled out with CATTLE_ELECTION_RETRY_PERIOD="+value, 2*time.Minute, func() error {
 				d := deployment(t, fleetNS, name)
-				if got := envValue(d, d.Spec.Template.Spec.Containers[0].Name, "CATTLE_ELECTION_RETRY_PERIOD"); got != value {
+				want := value
+				if want == "" {
+					want = "10s" // the empty value: the Setting's default, the chart's 10s
+				}
+				if got := envValue(d, d.Spec.Template.Spec.Containers[0].Name, "CATTLE_ELECTION_RETRY_PERIOD"); got != want {
 					return fmt.Errorf("CATTLE_ELECTION_RETRY_PERIOD %q", got)
 				}
 				return rolledOut(t, fleetNS, name)
@@ -309,17 +328,23 @@ func TestSettingChangeRollsFleetOnce(t *testing.T) {
 		}
 		t.Logf("fleet-leader-election-retry-period=%s: pods started %v", value, got)
 	}
-	change("5s")
-	change("10s")
+	// From whatever the Setting holds (a user may have changed it by
+	// hand), to another value, and back.
+	orig := settingValue(t, "fleet-leader-election-retry-period")
+	other := "5s"
+	if orig == other {
+		other = "6s"
+	}
+	change(other)
+	change(orig)
 }
 
 var fleetClusterGVR = schema.GroupVersionResource{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "clusters"}
 var statusGVR = schema.GroupVersionResource{Group: "leasetune.io", Version: "v1alpha1", Resource: "electionstatuses"}
 
-// TestMemoryUnderTheLimit: each pod's working set at rest, and the
-// leader's peak (its memory cgroup's high-water mark) through a change
-// with 1,000 Fleet clusters, stay under the chart's limit; no restart, no
-// OOM kill.
+// TestMemoryUnderTheLimit: each pod's working set at rest, and its peak
+// (its memory cgroup's high-water mark) through a change with 1,000 Fleet
+// clusters, stay under half the chart's limit; no restart, no OOM kill.
 func TestMemoryUnderTheLimit(t *testing.T) {
 	leader, standby := settled(t)
 	d := deployment(t, ns, "leasetune")
@@ -330,21 +355,26 @@ func TestMemoryUnderTheLimit(t *testing.T) {
 	for _, p := range []corev1.Pod{leader, standby} {
 		ws := workingSet(t, p)
 		t.Logf("%s at rest: working set %.1f MiB of %.0f MiB", p.Name, mib(ws), mib(limit))
-		if ws >= limit {
-			t.Errorf("%s at rest: working set %d ≥ limit %d", p.Name, ws, limit)
+		if ws >= limit/2 {
+			t.Errorf("%s at rest: working set %.1f MiB, want under half the limit (%.0f MiB)", p.Name, mib(ws), mib(limit))
 		}
 	}
 	const n = 1000
 	clusters := dyn.Resource(fleetClusterGVR).Namespace("fleet-default")
+	agentRetry := settingValue(t, "fleet-agent-leader-election-retry-period")
+	changed := "5s"
+	if agentRetry == changed {
+		changed = "6s"
+	}
 	t.Cleanup(func() {
 		_ = clusters.DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
 		gen := deployment(t, fleetNS, "fleet-controller").Generation
-		if err := patchSetting("fleet-agent-leader-election-retry-period", "10s"); err != nil {
+		if err := patchSetting("fleet-agent-leader-election-retry-period", agentRetry); err != nil {
 			t.Error(err)
 			return
 		}
 		// The next test counts rollouts: this one must be over first.
-		eventually(t, "fleet-controller rolled back to the agents' 10s", 2*time.Minute, func() error {
+		eventually(t, "fleet-controller rolled back to the agents' "+agentRetry, 2*time.Minute, func() error {
 			if g := deployment(t, fleetNS, "fleet-controller").Generation; g == gen {
 				return fmt.Errorf("generation %d unchanged", g)
 			}
@@ -364,7 +394,7 @@ func TestMemoryUnderTheLimit(t *testing.T) {
 	}
 	t.Logf("%d Fleet clusters created in %s", n, time.Since(start).Round(time.Second))
 	fc := deployment(t, fleetNS, "fleet-controller")
-	if err := patchSetting("fleet-agent-leader-election-retry-period", "5s"); err != nil {
+	if err := patchSetting("fleet-agent-leader-election-retry-period", changed); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the ElectionStatus counts the clusters and fleet-controller has rolled", 3*time.Minute, func() error {
@@ -386,8 +416,10 @@ func TestMemoryUnderTheLimit(t *testing.T) {
 		peak := peakMemory(t, p)
 		ws := workingSet(t, p)
 		t.Logf("%s after the change with %d clusters: working set %.1f MiB, cgroup peak %.1f MiB, limit %.0f MiB", p.Name, n, mib(ws), mib(peak), mib(limit))
-		if peak >= limit {
-			t.Errorf("%s: peak %d ≥ limit %d", p.Name, peak, limit)
+		// cgroup v1 caps the high-water mark at the limit: ask for half, so
+		// the check shows headroom rather than only that no OOM happened.
+		if peak >= limit/2 {
+			t.Errorf("%s: peak %.1f MiB, want under half the limit (%.0f MiB)", p.Name, mib(peak), mib(limit))
 		}
 		for _, s := range p.Status.ContainerStatuses {
 			if s.RestartCount != 0 || (s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.Reason == "OOMKilled") {

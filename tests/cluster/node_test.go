@@ -3,6 +3,7 @@
 package cluster
 
 import (
+	"archive/tar"
 	"bufio"
 	"context"
 	"encoding/json"
@@ -20,6 +21,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -64,6 +66,12 @@ func TestMain(m *testing.M) {
 	kubeconfig := filepath.Join(stateDir, "admin.kubeconfig")
 	if _, err := os.Stat(kubeconfig); err != nil {
 		fmt.Fprintf(os.Stderr, "tests/cluster: no node: %v; make cluster brings it up (docs/cluster.md)\n", err)
+		os.Exit(1)
+	}
+	// The host's way to the node (hack/cluster node.go): without it the
+	// kubeconfig's address would go out by the host's default route.
+	if _, err := os.Stat("/sys/class/net/lt-host"); err != nil {
+		fmt.Fprintf(os.Stderr, "tests/cluster: %s is there but the node's network is not (no interface lt-host): make cluster-down, then make cluster\n", kubeconfig)
 		os.Exit(1)
 	}
 	if kubectl == "" || helm == "" {
@@ -328,6 +336,17 @@ func patchSetting(name, value string) error {
 	return err
 }
 
+// settingValue is a Setting's value ("" when it holds none).
+func settingValue(t *testing.T, name string) string {
+	t.Helper()
+	u, err := dyn.Resource(settingsGVR).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, _ := unstructured.NestedString(u.Object, "value")
+	return v
+}
+
 // envValue is the value of env name in container c of d ("" when absent).
 func envValue(d *appsv1.Deployment, container, name string) string {
 	for _, c := range d.Spec.Template.Spec.Containers {
@@ -344,3 +363,29 @@ func envValue(d *appsv1.Deployment, container, name string) string {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// archiveImageID is the image ID (config digest) of the image make image
+// wrote, from the archive's manifest.json.
+func archiveImageID(t *testing.T) string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(repo, "bin/leasetune-image.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("bin/leasetune-image.tar: no manifest.json: %v", err)
+		}
+		if h.Name != "manifest.json" {
+			continue
+		}
+		var m []struct{ Config string }
+		if err := json.NewDecoder(tr).Decode(&m); err != nil || len(m) != 1 {
+			t.Fatalf("bin/leasetune-image.tar manifest.json: %v (%d images)", err, len(m))
+		}
+		return "sha256:" + strings.TrimPrefix(m[0].Config, "sha256:")
+	}
+}

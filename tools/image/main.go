@@ -6,18 +6,22 @@
 // binary as its entrypoint and carries the OCI labels for version, revision
 // and source. Every timestamp is -created, so the same inputs give the same
 // digest. It writes a docker-archive tarball that `ctr images import`,
-// `docker load` and `crane push` all take.
+// `docker load` and `crane push` all take, and prints the image ID (the
+// config's digest, which every one of them keeps) and the manifest digest
+// a registry stores.
 package main
 
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +31,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // NonRoot is the user and group the images run as (distroless's nonroot).
@@ -38,7 +41,7 @@ type Options struct {
 	Binary      string    // path of the static binary
 	Name        string    // its name under /usr/local/bin
 	Aliases     []string  // more names for it under /usr/local/bin (symlinks)
-	Arch        string    // GOARCH of the binary
+	Arch        string    // GOARCH of the binary ("": read from it)
 	Created     time.Time // every timestamp in the image
 	Version     string    // org.opencontainers.image.version
 	Revision    string    // org.opencontainers.image.revision
@@ -49,15 +52,24 @@ type Options struct {
 
 // Build returns the image Options describe.
 func Build(o Options) (v1.Image, error) {
-	if o.Name == "" || strings.Contains(o.Name, "/") {
-		return nil, fmt.Errorf("name %q: want a file name", o.Name)
+	if !validName.MatchString(o.Name) {
+		return nil, fmt.Errorf("name %q: want a file name (letters, digits, '.', '_', '-'; not . or ..)", o.Name)
 	}
 	bin, err := os.ReadFile(o.Binary)
 	if err != nil {
 		return nil, err
 	}
-	if !bytes.HasPrefix(bin, []byte("\x7fELF")) {
-		return nil, fmt.Errorf("binary %s: not an ELF executable", o.Binary)
+	arch, err := staticArch(bin)
+	if err != nil {
+		return nil, fmt.Errorf("binary %s: %w", o.Binary, err)
+	}
+	if o.Arch == "" {
+		o.Arch = arch
+	} else if o.Arch != arch {
+		return nil, fmt.Errorf("binary %s: built for %s, not %s", o.Binary, arch, o.Arch)
+	}
+	if o.Created.Before(time.Unix(0, 0)) || o.Created.Year() > 9999 {
+		return nil, fmt.Errorf("created %s: want a time from 1970 to 9999", o.Created)
 	}
 	layer, err := rootfs(o, bin)
 	if err != nil {
@@ -65,13 +77,15 @@ func Build(o Options) (v1.Image, error) {
 	}
 	lyr, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layer)), nil
-	}, tarball.WithMediaType(types.OCILayer))
+	})
 	if err != nil {
 		return nil, err
 	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img, mutate.Addendum{Layer: lyr, History: v1.History{
+	// Docker's schema 2 media types: a docker-archive has no manifest, and
+	// what reads one (crane push, docker load) makes a schema 2 manifest
+	// from it; with the same types here, the manifest digest printed is the
+	// one a registry stores.
+	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: lyr, History: v1.History{
 		Created: v1.Time{Time: o.Created}, CreatedBy: "tools/image: " + o.Name, Comment: "the binary alone",
 	}})
 	if err != nil {
@@ -110,6 +124,37 @@ func Build(o Options) (v1.Image, error) {
 		Labels:     labels,
 	}
 	return mutate.ConfigFile(img, cf)
+}
+
+// validName is a file name the image may hold in /usr/local/bin.
+var validName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
+
+// archs maps ELF machines to GOARCH.
+var archs = map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64", elf.EM_386: "386",
+	elf.EM_ARM: "arm", elf.EM_PPC64: "ppc64le", elf.EM_S390: "s390x", elf.EM_RISCV: "riscv64"}
+
+// staticArch returns the GOARCH of a statically linked ELF executable, or
+// why the image could not run it: the image has no dynamic loader and no
+// libraries (CGO_ENABLED=0 builds are static).
+func staticArch(bin []byte) (string, error) {
+	f, err := elf.NewFile(bytes.NewReader(bin))
+	if err != nil {
+		return "", fmt.Errorf("not an ELF executable: %w", err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return "", errors.New("dynamically linked (it names an interpreter): the image has no loader or libraries; build with CGO_ENABLED=0")
+		}
+	}
+	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
+		return "", fmt.Errorf("needs shared libraries %v: build with CGO_ENABLED=0", libs)
+	}
+	a, ok := archs[f.Machine]
+	if !ok {
+		return "", fmt.Errorf("machine %s: no GOARCH known for it", f.Machine)
+	}
+	return a, nil
 }
 
 // rootfs is the image's one layer.
@@ -162,10 +207,12 @@ func rootfs(o Options, bin []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
+	seen := map[string]bool{o.Name: true}
 	for _, a := range o.Aliases {
-		if a == "" || a == o.Name || strings.Contains(a, "/") {
-			return nil, fmt.Errorf("alias %q: want a file name other than %q", a, o.Name)
+		if !validName.MatchString(a) || seen[a] {
+			return nil, fmt.Errorf("alias %q: want a file name other than %q and the other aliases", a, o.Name)
 		}
+		seen[a] = true
 		if err := link(path.Join("usr/local/bin", a), o.Name); err != nil {
 			return nil, err
 		}
@@ -193,7 +240,7 @@ func run(args []string) error {
 	fs.StringVar(&o.Binary, "binary", "", "the static binary")
 	fs.StringVar(&o.Name, "name", "", "its file name in /usr/local/bin (the entrypoint)")
 	fs.StringVar(&aliases, "aliases", "", "comma-separated more names for it in /usr/local/bin")
-	fs.StringVar(&o.Arch, "arch", "amd64", "the binary's GOARCH")
+	fs.StringVar(&o.Arch, "arch", "", "the binary's GOARCH (default: read from the binary; given, it must match)")
 	fs.StringVar(&created, "created", "0", "every timestamp in the image, seconds since the epoch (SOURCE_DATE_EPOCH)")
 	fs.StringVar(&o.Version, "version", "", "org.opencontainers.image.version")
 	fs.StringVar(&o.Revision, "revision", "", "org.opencontainers.image.revision")
@@ -239,6 +286,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s %s %s\n", *out, d, refs)
+	id, err := img.ConfigName()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s: %s, image ID %s (what a node and docker report), manifest %s (what a registry stores after crane push)\n", *out, refs, id, d)
 	return nil
 }

@@ -2,30 +2,68 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// elf is a file that passes Build's check for an executable; the image is
-// never run here (tests/cluster runs the real one on a node).
-func elf(t *testing.T) string {
+var (
+	buildOnce sync.Once
+	builtBins = map[string]string{}
+	buildErr  error
+)
+
+// binary is a tiny static Go program built for goarch (CGO_ENABLED=0),
+// once per test run; the image is never run here (tests/cluster runs the
+// real one on a node).
+func binary(t *testing.T, goarch string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "bin")
-	if err := os.WriteFile(p, []byte("\x7fELF fake binary"), 0o755); err != nil {
-		t.Fatal(err)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "image-test")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		src := filepath.Join(dir, "main.go")
+		if buildErr = os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o600); buildErr != nil {
+			return
+		}
+		for _, a := range []string{"amd64", "arm64"} {
+			out := filepath.Join(dir, "bin-"+a)
+			cmd := exec.Command("go", "build", "-o", out, src)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+a, "GOFLAGS=-mod=mod", "GO111MODULE=off")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %w: %s", a, err, b)
+				return
+			}
+			builtBins[a] = out
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return p
+	return builtBins[goarch]
 }
+
+func staticBin(t *testing.T) string { return binary(t, "amd64") }
 
 func opts(bin string) Options {
 	return Options{Binary: bin, Name: "leasetune", Arch: "amd64", Created: time.Unix(1764892800, 0).UTC(),
@@ -59,7 +97,7 @@ func files(t *testing.T, o Options) (map[string]*tar.Header, map[string][]byte) 
 }
 
 func TestImageHoldsTheBinaryAlone(t *testing.T) {
-	bin := elf(t)
+	bin := staticBin(t)
 	hdrs, data := files(t, opts(bin))
 	var names []string
 	for p := range hdrs {
@@ -71,8 +109,12 @@ func TestImageHoldsTheBinaryAlone(t *testing.T) {
 		t.Fatalf("files %v, want %v (no shell, nothing else)", names, want)
 	}
 	b := hdrs["usr/local/bin/leasetune"]
-	if b.Mode != 0o555 || b.Uid != 0 || string(data["usr/local/bin/leasetune"]) != "\x7fELF fake binary" {
-		t.Errorf("binary mode %o uid %d content %q", b.Mode, b.Uid, data["usr/local/bin/leasetune"])
+	content, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Mode != 0o555 || b.Uid != 0 || !bytes.Equal(data["usr/local/bin/leasetune"], content) {
+		t.Errorf("binary mode %o uid %d, content equal %v", b.Mode, b.Uid, bytes.Equal(data["usr/local/bin/leasetune"], content))
 	}
 	if h := hdrs["tmp"]; h.Mode != 0o1777 {
 		t.Errorf("/tmp mode %o, want 1777", h.Mode)
@@ -91,7 +133,7 @@ func TestImageHoldsTheBinaryAlone(t *testing.T) {
 }
 
 func TestImageConfig(t *testing.T) {
-	img, err := Build(opts(elf(t)))
+	img, err := Build(opts(staticBin(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,14 +163,14 @@ func TestImageConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.MediaType != "application/vnd.oci.image.manifest.v1+json" || m.Config.MediaType != "application/vnd.oci.image.config.v1+json" || len(m.Layers) != 1 {
+	if m.MediaType != types.DockerManifestSchema2 || m.Config.MediaType != types.DockerConfigJSON || len(m.Layers) != 1 {
 		t.Errorf("manifest %s, config %s, %d layers", m.MediaType, m.Config.MediaType, len(m.Layers))
 	}
 }
 
 // The same inputs give the same digest; another binary or version another.
 func TestImageIsReproducible(t *testing.T) {
-	bin := elf(t)
+	bin := staticBin(t)
 	digest := func(o Options) string {
 		img, err := Build(o)
 		if err != nil {
@@ -161,10 +203,21 @@ func TestImageRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		{Options{Binary: notELF, Name: "x"}, "not an ELF executable"},
-		{Options{Binary: elf(t), Name: "a/b"}, `name "a/b"`},
-		{Options{Binary: elf(t), Name: "x", Aliases: []string{"x"}}, `alias "x"`},
+		{Options{Binary: staticBin(t), Name: "a/b"}, `name "a/b"`},
+		{Options{Binary: staticBin(t), Name: ".."}, `name ".."`},
+		{Options{Binary: staticBin(t), Name: ""}, `name ""`},
+		{Options{Binary: staticBin(t), Name: "a b"}, `name "a b"`},
+		{Options{Binary: staticBin(t), Name: "x", Aliases: []string{"x"}}, `alias "x"`},
+		{Options{Binary: staticBin(t), Name: "x", Aliases: []string{"y", "y"}}, `alias "y"`},
+		{Options{Binary: staticBin(t), Name: "x", Aliases: []string{"."}}, `alias "."`},
 		{Options{Binary: "/nonexistent", Name: "x"}, "no such file"},
+		{Options{Binary: "/bin/true", Name: "x"}, "dynamically linked"},
+		{Options{Binary: binary(t, "arm64"), Name: "x", Arch: "amd64"}, "built for arm64, not amd64"},
+		{Options{Binary: staticBin(t), Name: "x", Created: time.Unix(-1, 0)}, "want a time from 1970"},
 	} {
+		if c.o.Created.IsZero() {
+			c.o.Created = time.Unix(1764892800, 0) // a valid time: the case is about something else
+		}
 		if _, err := Build(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.o, err, c.want)
 		}
@@ -174,7 +227,7 @@ func TestImageRefusesBadInput(t *testing.T) {
 // The archive names every tag and loads back as the same image.
 func TestArchive(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "img.tar")
-	bin := elf(t)
+	bin := staticBin(t)
 	if err := run([]string{"-binary", bin, "-name", "pause", "-aliases", "fleetcontroller", "-created", "1764892800",
 		"-tags", "leasetune.test/pause:1,leasetune.test/standin:1", "-out", out}); err != nil {
 		t.Fatal(err)
@@ -198,5 +251,53 @@ func TestArchive(t *testing.T) {
 	hdrs, _ := files(t, o)
 	if h := hdrs["usr/local/bin/fleetcontroller"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "pause" {
 		t.Errorf("alias: %+v", h)
+	}
+}
+
+// TestPushKeepsTheDigests pushes the archive, as `scripts/image.sh push`
+// does (crane push: tarball.ImageFromPath, remote.Write), to a registry
+// (go-containerregistry's, in memory, on loopback): the registry stores the
+// manifest digest and image ID Build gives, so what run prints is what a
+// user finds after the push.
+func TestPushKeepsTheDigests(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	o := opts(staticBin(t))
+	img, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "img.tar")
+	tag, err := name.NewTag("leasetune:0.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tarball.WriteToFile(out, tag, img); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := tarball.ImageFromPath(out, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := name.NewTag(strings.TrimPrefix(srv.URL, "http://") + "/leasetune:0.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(dst, loaded); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := remote.Get(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushed, err := desc.Image()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := img.Digest()
+	wantID, _ := img.ConfigName()
+	gotID, _ := pushed.ConfigName()
+	if desc.Digest != want || gotID != wantID {
+		t.Errorf("the registry stores manifest %s, image ID %s; Build gave %s, %s", desc.Digest, gotID, want, wantID)
 	}
 }
