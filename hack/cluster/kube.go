@@ -20,6 +20,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"leasetune.io/leasetune/hack/cluster/rollout"
 )
 
 type kube struct {
@@ -142,16 +144,7 @@ func available(ctx context.Context, k *kube, ns, name string) error {
 	if err != nil {
 		return err
 	}
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	s := d.Status
-	if s.ObservedGeneration < d.Generation || s.UpdatedReplicas != want || s.AvailableReplicas != want || s.Replicas != want {
-		return fmt.Errorf("generation %d observed %d, %d updated, %d available, %d in all, of %d",
-			d.Generation, s.ObservedGeneration, s.UpdatedReplicas, s.AvailableReplicas, s.Replicas, want)
-	}
-	return nil
+	return rollout.Done(d)
 }
 
 // decodeFile decodes the YAML documents of path with each until it returns

@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"leasetune.io/leasetune/hack/cluster/rollout"
 )
 
 // The node make cluster brings up (hack/cluster): where its kubeconfig is,
@@ -204,16 +206,7 @@ func rolledOut(t *testing.T, namespace, name string) error {
 	if err != nil {
 		return err
 	}
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
-	s := d.Status
-	if s.ObservedGeneration < d.Generation || s.UpdatedReplicas != want || s.AvailableReplicas != want || s.Replicas != want {
-		return fmt.Errorf("%s/%s: generation %d observed %d, %d updated, %d available, %d in all, of %d",
-			namespace, name, d.Generation, s.ObservedGeneration, s.UpdatedReplicas, s.AvailableReplicas, s.Replicas, want)
-	}
-	return nil
+	return rollout.Done(d)
 }
 
 func deployment(t *testing.T, namespace, name string) *appsv1.Deployment {
