@@ -544,13 +544,13 @@ func TestHelmUpgrade(t *testing.T) {
 	settled(t)
 }
 
-// TestHelmUninstallLeavesWhatTheREADMESays runs last: helm uninstall
-// removes the chart's objects and leaves what the README's Uninstalling
+// TestHelmUninstallLeavesWhatIsDocumented runs last: helm uninstall
+// removes the chart's objects and leaves what docs/install.md's Uninstalling
 // paragraph lists (the values propagated to Fleet, the Settings and their
 // CRD, the ElectionStatus CRD, and what `leasetune cleanup` removes: the
 // state ConfigMap, the webhook Secret, the Lease, the ElectionStatus
 // leasetune); then installs the chart again as make cluster did.
-func TestHelmUninstallLeavesWhatTheREADMESays(t *testing.T) {
+func TestHelmUninstallLeavesWhatIsDocumented(t *testing.T) {
 	settled(t)
 	before := deployment(t, fleetNS, "fleet-controller")
 	mustCommand(t, helm, "uninstall", releaseName, "--namespace", ns, "--wait", "--timeout", "3m")
@@ -590,7 +590,7 @@ func TestHelmUninstallLeavesWhatTheREADMESays(t *testing.T) {
 	_, left["Setting fleet-leader-election-retry-period"] = dyn.Resource(settingsGVR).Get(c, "fleet-leader-election-retry-period", metav1.GetOptions{})
 	for what, err := range left {
 		if err != nil {
-			t.Errorf("%s after helm uninstall: %v, want it left (README, Uninstalling)", what, err)
+			t.Errorf("%s after helm uninstall: %v, want it left (docs/install.md, Uninstalling)", what, err)
 		}
 	}
 	after := deployment(t, fleetNS, "fleet-controller")
