@@ -46,7 +46,7 @@ pause)
   ;;
 push)
   [[ $# -eq 2 ]] || { echo "usage: $0 push REGISTRY/REPOSITORY:TAG" >&2; exit 2; }
-  "$0" >/dev/null # rebuilt from this commit (seconds; the same digest when nothing changed)
+  "$root/scripts/image.sh" >/dev/null # rebuilt from this commit (seconds; the same digest when nothing changed)
   (cd tools/image && go run -mod=readonly github.com/google/go-containerregistry/cmd/crane push "$root/bin/leasetune-image.tar" "$2")
   ;;
 *) echo "usage: $0 [leasetune|pause|push REF]" >&2; exit 2 ;;

@@ -11,8 +11,8 @@ import (
 
 // containerdConfig: containerd 1.6 (Debian bookworm) with its CRI plugin,
 // every path under the state folder that containerd lets one choose (runc's
-// root among them); down.go removes the two it does not (shim sockets,
-// CNI results). restrict_oom_score_adj: processes
+// root and the pods' network namespaces among them); down.go removes the
+// files it does not (shim sockets, CNI results). restrict_oom_score_adj: processes
 // here cannot lower their OOM score, and without it every sandbox fails
 // with runc's "can't get final child's PID from pipe".
 func (c *cluster) containerdConfig() string {
@@ -28,6 +28,7 @@ state = %[2]q
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %[5]q
   restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -68,7 +69,8 @@ func (c *cluster) cniConfig() string {
 }
 
 // kubeletConfig: cgroupfs (containerd 1.6 does not tell the kubelet its
-// driver), cgroup v1 allowed (this machine's), no image garbage
+// driver) below a cgroupRoot of the node's own, cgroup v1 allowed (this
+// machine's), the pods' logs in the state folder, no image garbage
 // collection (the images are imported, never pulled), eviction only at
 // the very end of memory and disk.
 func (c *cluster) kubeletConfig() string {
@@ -83,7 +85,9 @@ authentication:
   x509: {clientCAFile: %[2]q}
 authorization: {mode: Webhook}
 cgroupDriver: cgroupfs
+cgroupRoot: /%[4]s
 failCgroupV1: false
+podLogsDir: %[5]q
 failSwapOn: false
 containerRuntimeEndpoint: unix://%[3]s
 resolvConf: ""
@@ -95,7 +99,7 @@ evictionHard:
   imagefs.available: 1%%
   nodefs.inodesFree: 1%%
 serializeImagePulls: false
-`, nodeIP, c.p("pki/ca.crt"), c.socket())
+`, nodeIP, c.p("pki/ca.crt"), c.socket(), cgroupName, c.p("pod-logs"))
 }
 
 // kubeProxyConfig: iptables, masquerading all Service traffic so that

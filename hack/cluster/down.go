@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,28 +15,31 @@ import (
 )
 
 // down stops the node and removes what up made: every process in the
-// node's namespace or in a pod's, every process whose command line names
-// the state folder (containerd's shims), every mount under the state folder
-// and of the pods' namespaces, those namespaces, the node's (its bridges,
-// veth end and iptables rules go with it), the host's veth end, the
-// kubelet's cgroups and the state folder. Safe to run again.
+// node's namespace or a pod's, in the node's cgroups, or one of its
+// containerd shims; every mount under the state folder (the pods' network
+// namespaces among them); the node's namespace (its bridges, veth end and
+// iptables rules go with it) and the host's veth end; the node's cgroups;
+// the kernel settings the kubelet changed; the files the node's containerd
+// and kubelet write outside the state folder; the state folder. Then it
+// checks that none is left. Safe to run again.
 func (c *cluster) down() error {
 	if os.Geteuid() != 0 {
 		return errNotRoot
 	}
-	nodeNS, _ := nsInode(filepath.Join("/run/netns", netnsName))
+	if err := c.ownsNode(); err != nil {
+		return err
+	}
+	nodeNS := c.nodeNetns()
 	// The kubelet first, so that nothing restarts what goes next; by its
 	// pid file only if that pid is still a process in the node's namespace.
 	if pid, ok := c.pid("kubelet"); ok && nodeNS != "" && procNetns(pid) == nodeNS {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	tasks := c.taskIDs()
-	podNetns := c.podNetns()
-	nsInodes := map[string]bool{}
-	for _, n := range append([]string{netnsName}, podNetns...) {
-		if ino, err := nsInode(filepath.Join("/run/netns", n)); err == nil {
-			nsInodes[ino] = true
-		}
+	outside := c.outsideFiles(tasks)
+	nsInodes := c.podNetnsInodes()
+	if nodeNS != "" {
+		nsInodes[nodeNS] = true
 	}
 	for round := 0; ; round++ {
 		pids := c.nodeProcesses(nsInodes)
@@ -50,11 +54,8 @@ func (c *cluster) down() error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if err := c.unmountAll(podNetns); err != nil {
+	if err := c.unmountAll(); err != nil {
 		return err
-	}
-	for _, n := range podNetns {
-		_ = run("ip", "netns", "delete", n)
 	}
 	if netnsExists() {
 		if err := run("ip", "netns", "delete", netnsName); err != nil {
@@ -68,58 +69,78 @@ func (c *cluster) down() error {
 	if err := c.restoreSysctls(); err != nil {
 		return err
 	}
-	for _, f := range c.outsideFiles(tasks) {
+	for _, f := range outside {
 		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 	}
-	// Their folders too, when nothing else left files in them.
-	for _, d := range []string{"/run/containerd/s", "/run/containerd", "/var/lib/cni/results", "/var/lib/cni"} {
+	// Their folders too, when nothing else left files in them (containerd,
+	// libcni and the kubelet make them again when they need them).
+	for _, d := range outsideDirs {
 		_ = os.Remove(d)
 	}
-	if err := os.RemoveAll(c.state); err != nil {
-		return err
+	if c.marked() {
+		if err := os.RemoveAll(c.state); err != nil {
+			return err
+		}
 	}
-	if left := c.leftOver(tasks); len(left) > 0 {
+	if left := c.leftOver(outside); len(left) > 0 {
 		return fmt.Errorf("down: left behind: %s", strings.Join(left, "; "))
 	}
-	logf("down: no process, mount, namespace, interface or file of the node is left")
+	logf("down: no process, mount, namespace, interface, cgroup or file of the node is left")
 	return nil
 }
 
-// leftOver lists what down should have removed and is still there.
-func (c *cluster) leftOver(tasks []string) []string {
-	var left []string
-	for _, f := range c.outsideFiles(tasks) {
-		if _, err := os.Lstat(f); err == nil {
-			left = append(left, f)
+// outsideDirs are the folders of outsideFiles, deepest first.
+var outsideDirs = []string{"/run/containerd/s", "/run/containerd", "/var/lib/cni/results", "/var/lib/cni",
+	"/var/lib/kubelet/device-plugins", "/var/lib/kubelet", "/var/log/containers"}
+
+// marked reports whether the state folder has up's marker.
+func (c *cluster) marked() bool {
+	_, err := os.Stat(c.p(marker))
+	return err == nil
+}
+
+// ownsNode refuses to take down a node this state folder did not make:
+// one whose containerd runs with another state folder's config, or, with
+// LEASETUNE_CLUSTER_OWNER set (.ci/run), one up made for another owner.
+func (c *cluster) ownsNode() error {
+	if owner := os.Getenv(ownerEnv); owner != "" && c.marked() {
+		b, err := os.ReadFile(c.p(marker))
+		if err != nil {
+			return err
+		}
+		if got := strings.TrimSpace(string(b)); got != owner {
+			return fmt.Errorf("the node of %s was made for %s %q, not %q: left alone", c.state, ownerEnv, got, owner)
 		}
 	}
-	if netnsExists() {
-		left = append(left, "network namespace "+netnsName)
+	if nodeNS := c.nodeNetns(); nodeNS != "" {
+		want := c.p("containerd.toml")
+		for _, pid := range pidsIn(map[string]bool{nodeNS: true}) {
+			args := cmdline(pid)
+			if len(args) == 0 || filepath.Base(args[0]) != "containerd" {
+				continue
+			}
+			for i := 0; i+1 < len(args); i++ {
+				if args[i] == "--config" && args[i+1] != want {
+					return fmt.Errorf("the node's containerd runs with --config %s: it was made with another -state than %s", args[i+1], c.state)
+				}
+			}
+		}
 	}
-	if _, err := os.Stat("/sys/class/net/" + hostLink); err == nil {
-		left = append(left, "interface "+hostLink)
+	return nil
+}
+
+// nodeNetns is the node namespace's inode ("net:[N]"): from its name, else
+// from what up recorded (the name may have been deleted by hand).
+func (c *cluster) nodeNetns() string {
+	if ino, err := nsInode(filepath.Join("/run/netns", netnsName)); err == nil {
+		return ino
 	}
-	if ns := c.podNetns(); len(ns) > 0 {
-		left = append(left, "pod namespaces "+strings.Join(ns, " "))
+	if b, err := os.ReadFile(c.p("netns-inode")); err == nil {
+		return strings.TrimSpace(string(b))
 	}
-	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(mi), " "+c.state+"/") {
-		left = append(left, "mounts under "+c.state)
-	}
-	if pids := c.nodeProcesses(map[string]bool{}); len(pids) > 0 {
-		left = append(left, fmt.Sprintf("processes %v", pids))
-	}
-	if _, err := os.Stat(c.state); err == nil {
-		left = append(left, c.state)
-	}
-	if m, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods"); len(m) > 0 {
-		left = append(left, "cgroups "+strings.Join(m, " "))
-	}
-	if _, err := os.Stat("/sys/fs/cgroup/kubepods"); err == nil {
-		left = append(left, "cgroup /sys/fs/cgroup/kubepods")
-	}
-	return left
+	return ""
 }
 
 // taskIDs are the ids of the containerd tasks (pod sandboxes and
@@ -133,14 +154,20 @@ func (c *cluster) taskIDs() []string {
 	return out
 }
 
-// outsideFiles are the files the node's containerd writes outside the
-// state folder, where no setting moves them, for the tasks given:
+// outsideFiles are the files the node writes outside the state folder,
+// where no setting moves them:
 //   - each shim's socket, /run/containerd/s/<sha256 of <containerd's
 //     address>/<namespace>/<id>> (containerd runtime/v2/shim/util_unix.go
-//     SocketAddress, v1.7.23 as v1.6): a killed shim leaves it;
+//     SocketAddress, v1.7.23 as v1.6), for the tasks given: a killed shim
+//     leaves it;
 //   - the CNI plugins' results, /var/lib/cni/results/<network>-<id>-<ifname>
 //     (libcni's cache), which a pod torn down without CNI DEL leaves: the
-//     network "leasetune" (cni0) and containerd's "cni-loopback".
+//     network "leasetune" (cni0) and containerd's "cni-loopback";
+//   - the kubelet's links to its containers' logs, /var/log/containers/*.log
+//     (kubernetes v1.36.3 pkg/kubelet/kubelet.go ContainerLogsDir), those
+//     that point into the state folder;
+//   - the kubelet's device plugin socket and checkpoint in
+//     /var/lib/kubelet/device-plugins (pkg/kubelet/apis/deviceplugin).
 func (c *cluster) outsideFiles(tasks []string) []string {
 	var out []string
 	for _, id := range tasks {
@@ -148,46 +175,73 @@ func (c *cluster) outsideFiles(tasks []string) []string {
 		out = append(out, fmt.Sprintf("/run/containerd/s/%x", sum),
 			"/var/lib/cni/results/leasetune-"+id+"-eth0", "/var/lib/cni/results/cni-loopback-"+id+"-lo")
 	}
+	links, _ := filepath.Glob("/var/log/containers/*.log")
+	for _, l := range links {
+		if target, err := os.Readlink(l); err == nil && strings.HasPrefix(target, c.state+"/") {
+			out = append(out, l)
+		}
+	}
+	if c.marked() {
+		out = append(out, "/var/lib/kubelet/device-plugins/kubelet.sock", "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint")
+	}
 	return out
 }
 
-// podNetns are the pod namespaces containerd's CNI made for this node:
-// the /run/netns/cni-* that hold an address in the pods' range, or that a
-// process under one of the node's shims is in (a pod whose address is
-// gone).
-func (c *cluster) podNetns() []string {
-	entries, _ := os.ReadDir("/run/netns")
-	held := c.shimChildrenNetns()
-	var out []string
-	prefix := strings.TrimSuffix(podCIDR, "0/24")
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), "cni-") {
-			continue
-		}
-		ino, _ := nsInode(filepath.Join("/run/netns", e.Name()))
-		addrs, err := execOut("ip", "-n", e.Name(), "-4", "addr", "show")
-		if (err == nil && strings.Contains(addrs, "inet "+prefix)) || (ino != "" && held[ino]) {
-			out = append(out, e.Name())
+// podNetnsInodes are the inodes of the pods' network namespaces: with
+// netns_mounts_under_state_dir, containerd mounts them under the state
+// folder (mounts of type nsfs).
+func (c *cluster) podNetnsInodes() map[string]bool {
+	out := map[string]bool{}
+	for _, m := range c.mounts() {
+		if m.fstype == "nsfs" {
+			if ino, err := nsInode(m.point); err == nil {
+				out[ino] = true
+			}
 		}
 	}
 	return out
+}
+
+type mount struct{ point, fstype string }
+
+// mounts are the mounts under the state folder, from /proc/self/mountinfo.
+func (c *cluster) mounts() []mount {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []mount
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent major:minor root point options [optional...] - fstype source super
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		fields, tail := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(fields) < 5 || len(tail) < 1 {
+			continue
+		}
+		mp := strings.ReplaceAll(fields[4], `\040`, " ")
+		if strings.HasPrefix(mp, c.state+"/") {
+			out = append(out, mount{mp, tail[0]})
+		}
+	}
+	return out
+}
+
+func cmdline(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }
 
 // shims are the pids of the node's containerd shims: containerd-shim-runc-v2
 // started with -address of the node's containerd (exactly).
 func (c *cluster) shims() map[int]bool {
 	out := map[int]bool{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	for _, pid := range allPids() {
+		args := cmdline(pid)
 		if len(args) == 0 || filepath.Base(args[0]) != "containerd-shim-runc-v2" {
 			continue
 		}
@@ -200,38 +254,55 @@ func (c *cluster) shims() map[int]bool {
 	return out
 }
 
-// shimChildrenNetns are the network namespaces of the processes whose
-// parent is one of the node's shims (the pods' pause and containers).
-func (c *cluster) shimChildrenNetns() map[string]bool {
-	shims := c.shims()
-	out := map[string]bool{}
+func allPids() []int {
 	entries, _ := os.ReadDir("/proc")
+	var out []int
 	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if shims[ppid(pid)] {
-			if ns := procNetns(pid); ns != "" {
-				out[ns] = true
-			}
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
 		}
 	}
 	return out
 }
 
-func ppid(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
+// pidsIn are the processes in one of the network namespaces.
+func pidsIn(nsInodes map[string]bool) []int {
+	var out []int
+	for _, pid := range allPids() {
+		if nsInodes[procNetns(pid)] {
+			out = append(out, pid)
+		}
 	}
-	// pid (comm) state ppid ...: comm may hold spaces, so after the last ')'.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 2 {
-		return 0
+	return out
+}
+
+// cgroupPids are the processes in the node's cgroups (cgroupRoot), in any
+// hierarchy: a container process that left its pod's namespace is still
+// there.
+func cgroupPids() []int {
+	seen := map[int]bool{}
+	for _, root := range cgroupRoots() {
+		_ = filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
+			if err != nil || info.IsDir() || info.Name() != "cgroup.procs" {
+				return nil
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					seen[pid] = true
+				}
+			}
+			return nil
+		})
 	}
-	p, _ := strconv.Atoi(f[1])
-	return p
+	out := make([]int, 0, len(seen))
+	for pid := range seen {
+		out = append(out, pid)
+	}
+	return out
 }
 
 func procNetns(pid int) string {
@@ -250,68 +321,50 @@ func nsInode(path string) (string, error) {
 	return fmt.Sprintf("net:[%d]", st.Ino), nil
 }
 
-// nodeProcesses are the pids in one of the namespaces, and the node's
-// shims (which containerd started in the node's namespace, so they are
-// among those already; this also finds one that moved).
+// nodeProcesses are the pids in one of the namespaces, in the node's
+// cgroups, and the node's shims.
 func (c *cluster) nodeProcesses(nsInodes map[string]bool) []int {
-	entries, _ := os.ReadDir("/proc")
 	self := os.Getpid()
-	shims := c.shims()
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		if nsInodes[procNetns(pid)] || shims[pid] {
-			out = append(out, pid)
-		}
+	set := map[int]bool{}
+	for _, pid := range pidsIn(nsInodes) {
+		set[pid] = true
 	}
+	for _, pid := range cgroupPids() {
+		set[pid] = true
+	}
+	for pid := range c.shims() {
+		set[pid] = true
+	}
+	delete(set, self)
+	out := make([]int, 0, len(set))
+	for pid := range set {
+		out = append(out, pid)
+	}
+	sort.Ints(out)
 	return out
 }
 
-// unmountAll unmounts, deepest first, every mount under the state folder
-// and the pods' namespaces' bind mounts.
-func (c *cluster) unmountAll(podNetns []string) error {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+// unmountAll unmounts, deepest first, every mount under the state folder.
+func (c *cluster) unmountAll() error {
 	var points []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := strings.ReplaceAll(fields[4], `\040`, " ")
-		if strings.HasPrefix(mp, c.state+"/") {
-			points = append(points, mp)
-		}
-		for _, n := range podNetns {
-			if mp == "/run/netns/"+n || mp == "/var/run/netns/"+n {
-				points = append(points, mp)
-			}
-		}
+	for _, m := range c.mounts() {
+		points = append(points, m.point)
 	}
 	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
 	for _, mp := range points {
-		if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil && err != syscall.EINVAL && err != syscall.ENOENT {
+		if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
 			return fmt.Errorf("unmount %s: %w", mp, err)
 		}
 	}
 	return nil
 }
 
-// removeCgroups removes the kubelet's cgroups (kubepods, and its node
-// allocatable parents), deepest first, in every hierarchy.
+// removeCgroups removes the node's cgroups (cgroupRoot and everything the
+// kubelet and runc made below it), deepest first, in every hierarchy.
 func removeCgroups() {
-	roots, _ := filepath.Glob("/sys/fs/cgroup/*")
-	roots = append(roots, "/sys/fs/cgroup")
-	for _, r := range roots {
+	for _, root := range cgroupRoots() {
 		var dirs []string
-		_ = filepath.Walk(filepath.Join(r, "kubepods"), func(path string, info os.FileInfo, err error) error {
+		_ = filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
 			if err == nil && info.IsDir() {
 				dirs = append(dirs, path)
 			}
@@ -322,4 +375,33 @@ func removeCgroups() {
 			_ = syscall.Rmdir(d)
 		}
 	}
+}
+
+// leftOver lists what down should have removed and is still there.
+func (c *cluster) leftOver(outside []string) []string {
+	var left []string
+	for _, f := range outside {
+		if _, err := os.Lstat(f); err == nil {
+			left = append(left, f)
+		}
+	}
+	if netnsExists() {
+		left = append(left, "network namespace "+netnsName)
+	}
+	if _, err := os.Stat("/sys/class/net/" + hostLink); err == nil {
+		left = append(left, "interface "+hostLink)
+	}
+	if m := c.mounts(); len(m) > 0 {
+		left = append(left, fmt.Sprintf("%d mounts under %s", len(m), c.state))
+	}
+	if pids := c.nodeProcesses(map[string]bool{}); len(pids) > 0 {
+		left = append(left, fmt.Sprintf("processes %v", pids))
+	}
+	if c.marked() {
+		left = append(left, c.state)
+	}
+	if r := cgroupRoots(); len(r) > 0 {
+		left = append(left, "cgroups "+strings.Join(r, " "))
+	}
+	return left
 }

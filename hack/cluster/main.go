@@ -85,16 +85,33 @@ func main() {
 // only a folder that has it.
 const marker = ".leasetune-cluster"
 
+// ownerEnv names the owner up writes into the marker; down refuses a
+// node made for another owner when it is set.
+const ownerEnv = "LEASETUNE_CLUSTER_OWNER"
+
 // checkState refuses a state folder down could not safely remove: not
-// absolute and clean, fewer than two levels below /, or an existing folder
-// that is not empty and has no marker (not one up made).
+// absolute and clean, fewer than two levels below /, not a folder, or a
+// folder that is not empty and has no marker (not one up made).
 func checkState(state string) error {
 	if !filepath.IsAbs(state) || filepath.Clean(state) != state || strings.Count(state, "/") < 2 {
 		return fmt.Errorf("-state %q: want an absolute, clean path at least two levels below / (the default: /var/lib/leasetune-cluster)", state)
 	}
+	st, err := os.Lstat(state)
+	if os.IsNotExist(err) {
+		return nil // none yet
+	}
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("-state %s: not a folder", state)
+	}
 	entries, err := os.ReadDir(state)
-	if err != nil || len(entries) == 0 {
-		return nil // none yet, or empty
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return nil
 	}
 	if _, err := os.Stat(filepath.Join(state, marker)); err != nil {
 		return fmt.Errorf("-state %s: a folder that make cluster did not make (no %s in it); choose another", state, marker)
@@ -124,10 +141,15 @@ func (c *cluster) up(ctx context.Context) error {
 	if c.assets == "" {
 		return errors.New("-assets is required")
 	}
+	if entries, err := os.ReadDir(c.state); err == nil && (len(entries) > 1 || (len(entries) == 1 && entries[0].Name() != marker)) {
+		return fmt.Errorf("%s holds a node's state (an earlier up, or a down that did not finish): make cluster-down first", c.state)
+	}
 	if err := os.MkdirAll(c.state, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(c.p(marker), []byte("the state of make cluster's node: make cluster-down removes this folder\n"), 0o644); err != nil {
+	// The marker names the owner (.ci/run's run): down leaves alone a node
+	// made for another.
+	if err := os.WriteFile(c.p(marker), []byte(os.Getenv(ownerEnv)+"\n"), 0o644); err != nil {
 		return err
 	}
 	for _, d := range []string{"logs", "pids", "run", "etcd"} {
@@ -137,6 +159,16 @@ func (c *cluster) up(ctx context.Context) error {
 	}
 	start := time.Now()
 	if err := network(); err != nil {
+		return err
+	}
+	ino, err := nsInode(filepath.Join("/run/netns", netnsName))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.p("netns-inode"), []byte(ino+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := makeCgroupRoots(); err != nil {
 		return err
 	}
 	if err := c.pkiFiles(); err != nil {
@@ -174,6 +206,7 @@ func (c *cluster) up(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+
 	if err := c.waitFor(ctx, "kube-apiserver's /readyz", 2*time.Minute, func() error {
 		return k.ready(ctx)
 	}, "etcd", "kube-apiserver"); err != nil {

@@ -179,6 +179,9 @@ var kubeletSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel
 	"kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
 
 func (c *cluster) saveSysctls() error {
+	if _, err := os.Stat(c.p("sysctl-before")); err == nil {
+		return nil // a second up must not record the kubelet's values as the machine's
+	}
 	var b strings.Builder
 	for _, k := range kubeletSysctls {
 		v, err := os.ReadFile("/proc/sys/" + k)
@@ -205,6 +208,49 @@ func (c *cluster) restoreSysctls() error {
 		}
 		if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil {
 			return fmt.Errorf("restore %s=%s: %w", k, v, err)
+		}
+	}
+	return nil
+}
+
+// cgroupName is the kubelet's cgroupRoot: the node's cgroups live below
+// /sys/fs/cgroup/<hierarchy>/leasetune-cluster, apart from any other
+// kubelet's kubepods on the machine.
+const cgroupName = "leasetune-cluster"
+
+// cgroupRoots are the node's cgroup roots that exist, one per hierarchy.
+func cgroupRoots() []string {
+	m, _ := filepath.Glob("/sys/fs/cgroup/*/" + cgroupName)
+	if _, err := os.Stat("/sys/fs/cgroup/" + cgroupName); err == nil {
+		m = append(m, "/sys/fs/cgroup/"+cgroupName)
+	}
+	return m
+}
+
+// makeCgroupRoots makes the cgroupRoot in every hierarchy mounted (the
+// kubelet checks that it exists); a cpuset cgroup needs its parent's cpus
+// and mems before anything can join it.
+func makeCgroupRoots() error {
+	f, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	for _, l := range strings.Split(string(f), "\n") {
+		pre, post, ok := strings.Cut(l, " - ")
+		fields, tail := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(fields) < 5 || len(tail) < 1 || (tail[0] != "cgroup" && tail[0] != "cgroup2") {
+			continue
+		}
+		dir := filepath.Join(fields[4], cgroupName)
+		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+			return fmt.Errorf("cgroup %s: %w", dir, err)
+		}
+		for _, k := range []string{"cpuset.cpus", "cpuset.mems"} {
+			if v, err := os.ReadFile(filepath.Join(fields[4], k)); err == nil {
+				if err := os.WriteFile(filepath.Join(dir, k), v, 0o644); err != nil {
+					return fmt.Errorf("cgroup %s: %w", filepath.Join(dir, k), err)
+				}
+			}
 		}
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -129,32 +130,50 @@ func Build(o Options) (v1.Image, error) {
 // validName is a file name the image may hold in /usr/local/bin.
 var validName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
 
-// archs maps ELF machines to GOARCH.
-var archs = map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64", elf.EM_386: "386",
-	elf.EM_ARM: "arm", elf.EM_PPC64: "ppc64le", elf.EM_S390: "s390x", elf.EM_RISCV: "riscv64"}
-
-// staticArch returns the GOARCH of a statically linked ELF executable, or
-// why the image could not run it: the image has no dynamic loader and no
-// libraries (CGO_ENABLED=0 builds are static).
+// staticArch returns the GOARCH of a statically linked Linux ELF
+// executable, or why the image could not run it: the image has no dynamic
+// loader and no libraries (CGO_ENABLED=0 builds are static).
 func staticArch(bin []byte) (string, error) {
 	f, err := elf.NewFile(bytes.NewReader(bin))
 	if err != nil {
 		return "", fmt.Errorf("not an ELF executable: %w", err)
 	}
 	defer f.Close()
+	switch {
+	case f.Type != elf.ET_EXEC && !(f.Type == elf.ET_DYN && f.Entry != 0):
+		return "", fmt.Errorf("not an executable (ELF type %s)", f.Type)
+	case f.OSABI != elf.ELFOSABI_NONE && f.OSABI != elf.ELFOSABI_LINUX:
+		return "", fmt.Errorf("built for %s, not Linux", f.OSABI)
+	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return "", errors.New("dynamically linked (it names an interpreter): the image has no loader or libraries; build with CGO_ENABLED=0")
+			return "", errors.New("dynamically linked (it names an interpreter): the image has no loader or libraries; build it static (CGO_ENABLED=0, not -buildmode=pie)")
 		}
 	}
 	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
-		return "", fmt.Errorf("needs shared libraries %v: build with CGO_ENABLED=0", libs)
+		return "", fmt.Errorf("needs shared libraries %v: build it static (CGO_ENABLED=0)", libs)
 	}
-	a, ok := archs[f.Machine]
-	if !ok {
-		return "", fmt.Errorf("machine %s: no GOARCH known for it", f.Machine)
+	little := f.ByteOrder == binary.LittleEndian
+	is64 := f.Class == elf.ELFCLASS64
+	switch {
+	case f.Machine == elf.EM_X86_64 && is64:
+		return "amd64", nil
+	case f.Machine == elf.EM_AARCH64 && is64:
+		return "arm64", nil
+	case f.Machine == elf.EM_386 && !is64:
+		return "386", nil
+	case f.Machine == elf.EM_ARM && !is64:
+		return "arm", nil
+	case f.Machine == elf.EM_PPC64 && is64 && little:
+		return "ppc64le", nil
+	case f.Machine == elf.EM_PPC64 && is64:
+		return "ppc64", nil
+	case f.Machine == elf.EM_S390 && is64:
+		return "s390x", nil
+	case f.Machine == elf.EM_RISCV && is64:
+		return "riscv64", nil
 	}
-	return a, nil
+	return "", fmt.Errorf("machine %s (%s): no GOARCH known for it", f.Machine, f.Class)
 }
 
 // rootfs is the image's one layer.

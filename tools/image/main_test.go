@@ -31,10 +31,10 @@ var (
 	buildErr  error
 )
 
-// binary is a tiny static Go program built for goarch (CGO_ENABLED=0),
+// goBinary is a tiny static Go program built for goarch (CGO_ENABLED=0),
 // once per test run; the image is never run here (tests/cluster runs the
 // real one on a node).
-func binary(t *testing.T, goarch string) string {
+func goBinary(t *testing.T, goarch string) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "image-test")
@@ -46,10 +46,15 @@ func binary(t *testing.T, goarch string) string {
 		if buildErr = os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o600); buildErr != nil {
 			return
 		}
-		for _, a := range []string{"amd64", "arm64"} {
+		// freebsd: amd64 for FreeBSD (ELF OSABI FreeBSD).
+		for _, a := range []string{"amd64", "arm64", "ppc64", "freebsd"} {
 			out := filepath.Join(dir, "bin-"+a)
 			cmd := exec.Command("go", "build", "-o", out, src)
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+a, "GOFLAGS=-mod=mod", "GO111MODULE=off")
+			goos, goarch := "linux", a
+			if a == "freebsd" {
+				goos, goarch = "freebsd", "amd64"
+			}
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch, "GOFLAGS=-mod=mod", "GO111MODULE=off")
 			if b, err := cmd.CombinedOutput(); err != nil {
 				buildErr = fmt.Errorf("go build %s: %w: %s", a, err, b)
 				return
@@ -63,7 +68,7 @@ func binary(t *testing.T, goarch string) string {
 	return builtBins[goarch]
 }
 
-func staticBin(t *testing.T) string { return binary(t, "amd64") }
+func staticBin(t *testing.T) string { return goBinary(t, "amd64") }
 
 func opts(bin string) Options {
 	return Options{Binary: bin, Name: "leasetune", Arch: "amd64", Created: time.Unix(1764892800, 0).UTC(),
@@ -212,7 +217,9 @@ func TestImageRefusesBadInput(t *testing.T) {
 		{Options{Binary: staticBin(t), Name: "x", Aliases: []string{"."}}, `alias "."`},
 		{Options{Binary: "/nonexistent", Name: "x"}, "no such file"},
 		{Options{Binary: "/bin/true", Name: "x"}, "dynamically linked"},
-		{Options{Binary: binary(t, "arm64"), Name: "x", Arch: "amd64"}, "built for arm64, not amd64"},
+		{Options{Binary: goBinary(t, "ppc64"), Name: "x", Arch: "ppc64le"}, "built for ppc64, not ppc64le"},
+		{Options{Binary: goBinary(t, "freebsd"), Name: "x"}, "not Linux"},
+		{Options{Binary: goBinary(t, "arm64"), Name: "x", Arch: "amd64"}, "built for arm64, not amd64"},
 		{Options{Binary: staticBin(t), Name: "x", Created: time.Unix(-1, 0)}, "want a time from 1970"},
 	} {
 		if c.o.Created.IsZero() {
