@@ -110,7 +110,8 @@ test-smoke: ## the smoke run: $(SMOKE_PKGS) on kube-apiserver v1.28
 # The suite beside the real Rancher and Fleet (tests/upstream, docs/upstream.md)
 # runs on binaries a developer built by hand from their release tags, in
 # folders outside the clone that variables name (LEASETUNE_RANCHER_V2_12_12,
-# LEASETUNE_FLEET_V0_13_14, LEASETUNE_FLEET_V0_14_10: tests/upstream/releases).
+# LEASETUNE_RANCHER_V2_15_0, LEASETUNE_FLEET_V0_13_14, LEASETUNE_WEBHOOK_V0_11_0 ...:
+# tests/upstream/releases).
 # It builds none of them: a package whose folders are missing is not run,
 # and each of its cases is one skip line saying what it expects. Each
 # package runs in a network namespace of its own (scripts/netns-run.sh):
@@ -128,14 +129,14 @@ test-upstream: ## the suite beside the real Rancher and Fleet (the binaries from
 	  fi; \
 	  $(GO) build -o /dev/null ./cmd/leasetune || exit 1; \
 	  bins="$$(mktemp -d)"; trap 'rm -rf "$$bins"' EXIT; \
-	  echo "$$lines" | while read -r pkg kube; do \
-	    echo "test-upstream: $$pkg: control plane v$$kube (LEASETUNE_KUBE=$$kube scripts/controlplane.sh: the Kubernetes its releases' charts accept) ..."; start=$$SECONDS; \
+	  echo "$$lines" | while read -r pkg kube suite; do \
+	    echo "test-upstream: $$pkg ($$suite): control plane v$$kube (LEASETUNE_KUBE=$$kube scripts/controlplane.sh: the Kubernetes its releases' charts accept) ..."; start=$$SECONDS; \
 	    assets="$$(LEASETUNE_KUBE=$$kube scripts/controlplane.sh)" || exit 1; echo "test-upstream: control plane in $$assets ($$((SECONDS - start))s)"; \
 	    bin="$$bins/$$(basename $$pkg).test"; $(GO) test -tags upstream -c -o "$$bin" $$pkg || exit 1; \
-	    echo "test-upstream: $$pkg in a network namespace of its own (each step prints a line with its duration) ..."; start=$$SECONDS; \
-	    if (cd $$pkg && KUBEBUILDER_ASSETS="$$assets" "$$OLDPWD/scripts/netns-run.sh" "$$bin" -test.count=1 -test.v -test.timeout=40m </dev/null); \
-	    then echo "test-upstream: $$pkg passed in $$((SECONDS - start))s"; \
-	    else echo "test-upstream: $$pkg failed after $$((SECONDS - start))s"; exit 1; fi; \
+	    echo "test-upstream: $$pkg ($$suite) in a network namespace of its own (each step prints a line with its duration) ..."; start=$$SECONDS; \
+	    if (cd $$pkg && LEASETUNE_UPSTREAM_SUITE="$$suite" KUBEBUILDER_ASSETS="$$assets" "$$OLDPWD/scripts/netns-run.sh" "$$bin" -test.count=1 -test.v -test.timeout=40m </dev/null); \
+	    then echo "test-upstream: $$pkg ($$suite) passed in $$((SECONDS - start))s"; \
+	    else echo "test-upstream: $$pkg ($$suite) failed after $$((SECONDS - start))s"; exit 1; fi; \
 	  done
 
 # The Rancher UI extension (ui/, scripts/ui.sh): npm ci, then the extension

@@ -25,11 +25,10 @@ import (
 	"leasetune.io/leasetune/tests/upstream/releases"
 )
 
-// The releases the suite runs (package releases).
+// The Fleet releases the suite runs (package releases).
 var (
-	RancherVersion = releases.RancherV21212.Tag
-	FleetV013      = releases.FleetV01314.Tag
-	FleetV014      = releases.FleetV01410.Tag
+	FleetV013 = releases.FleetV01314.Tag
+	FleetV014 = releases.FleetV01410.Tag
 )
 
 // Binaries are the upstream programs and the release trees their charts
@@ -40,6 +39,9 @@ type Binaries struct {
 	Rancher, RancherTree string
 	// fleet are the Fleet releases' folders by tag.
 	fleet map[string]string
+	// WebhookTree is the rancher-webhook release's folder (bin/webhook,
+	// charts/rancher-webhook), "" when the suite runs none.
+	WebhookTree string
 	// Leasetune is leasetune built from this repository.
 	Leasetune string
 	// Dashboard is Rancher's dashboard as Rancher serves it (a folder
@@ -78,6 +80,11 @@ func FindBinaries(dir string, s releases.Suite) (Binaries, error) {
 			return Binaries{}, err
 		}
 		b.Rancher = filepath.Join(b.RancherTree, "bin", "rancher")
+	}
+	if s.Webhook != nil {
+		if b.WebhookTree, err = s.Webhook.Dir(); err != nil {
+			return Binaries{}, err
+		}
 	}
 	dash := exec.Command("bash", filepath.Join(root, "scripts", "dashboard.sh"), "--check")
 	if out, err := dash.Output(); err == nil {

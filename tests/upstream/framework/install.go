@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -170,7 +171,14 @@ func Start(opts Options) (_ *Installation, err error) {
 		runners[FleetNamespace+"/"+d] = fleet
 	}
 	if opts.Rancher {
-		runners[RancherNamespace+"/"+RancherDeployment] = RancherRunner(in.Bin, in.Rancher)
+		runners[RancherNamespace+"/"+RancherDeployment] = RancherRunner(in.Bin, in.RancherVersion(), in.Rancher)
+	}
+	if opts.Suite.Webhook != nil {
+		addr, err := FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		runners[RancherNamespace+"/"+WebhookDeployment] = WebhookRunner(in.Bin, addr)
 	}
 	if in.Kubelet, err = StartKubelet(in.CP.Config, in.Dir, runners); err != nil {
 		return nil, err
@@ -183,6 +191,9 @@ func Start(opts Options) (_ *Installation, err error) {
 		services[RancherNamespace+"/"+RancherDeployment] = RancherNamespace + "/" + RancherDeployment
 		services[RancherNamespace+"/imperative-api-extension"] = RancherNamespace + "/" + RancherDeployment
 	}
+	if opts.Suite.Webhook != nil {
+		services[RancherNamespace+"/"+WebhookDeployment] = RancherNamespace + "/" + WebhookDeployment
+	}
 	in.Services = StartServiceProxy(in.CP.Client, in.Kubelet, services)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -194,15 +205,15 @@ func Start(opts Options) (_ *Installation, err error) {
 	}
 	settings := map[string]string{}
 	if opts.Rancher {
-		if err := step("Rancher "+RancherVersion+" (helm install rancher; the Kubelet double runs it until /ping answers)", func() error {
-			chart, err := RancherChart(in.Bin, in.Dir)
+		if err := step("Rancher "+in.RancherVersion()+" (helm install rancher; the Kubelet double runs it until /ping answers)", func() error {
+			chart, err := RancherChart(in.Bin, in.Dir, in.RancherVersion())
 			if err != nil {
 				return err
 			}
 			if err := in.installCRD("testdata/issuers.cert-manager.io.yaml"); err != nil {
 				return err
 			}
-			values, err := RancherValues(in.Dir, in.Rancher, in.Bin.Dashboard)
+			values, err := RancherValues(in.Dir, in.RancherVersion(), in.Rancher, in.Bin.Dashboard)
 			if err != nil {
 				return err
 			}
@@ -254,6 +265,36 @@ func Start(opts Options) (_ *Installation, err error) {
 					settings[n] = v
 				}
 				return settings["server-url"] != "", nil
+			})
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if w := opts.Suite.Webhook; w != nil {
+		if err := step("rancher-webhook "+w.Tag+" (helm install rancher-webhook with the values Rancher's system charts give it; the Kubelet double runs it until it has registered its webhooks)", func() error {
+			chart, err := WebhookChart(in.Bin, in.Dir, w.Tag)
+			if err != nil {
+				return err
+			}
+			values, err := WebhookValues(in.Dir, w.Tag)
+			if err != nil {
+				return err
+			}
+			if err := in.Helm.Install(WebhookDeployment, chart, RancherNamespace, false, []string{values}); err != nil {
+				return err
+			}
+			if err := in.waitRunning(ctx, RancherNamespace, WebhookDeployment); err != nil {
+				return err
+			}
+			// Its leader fills the chart's empty webhook configurations
+			// with its rules and CA bundle (rancher/webhook v0.11.0
+			// pkg/server/server.go sync).
+			return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+				v, err := in.CP.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "rancher.cattle.io", metav1.GetOptions{})
+				if err != nil || len(v.Webhooks) == 0 {
+					return false, nil
+				}
+				return len(v.Webhooks[0].ClientConfig.CABundle) > 0, nil
 			})
 		}); err != nil {
 			return nil, err
@@ -348,6 +389,22 @@ func Start(opts Options) (_ *Installation, err error) {
 		return nil, err
 	}
 	return in, nil
+}
+
+// RancherVersion is the tag of the Rancher the installation runs ("" for
+// none).
+func (in *Installation) RancherVersion() string {
+	if in.Opts.Suite.Rancher == nil {
+		return ""
+	}
+	return in.Opts.Suite.Rancher.Tag
+}
+
+// RancherAtLeast reports whether the installation runs a Rancher of
+// version v (e.g. "2.15.0") or later.
+func (in *Installation) RancherAtLeast(v string) bool {
+	r, err := semver.NewVersion(in.RancherVersion())
+	return err == nil && !r.LessThan(semver.MustParse(v))
 }
 
 // waitRunning waits for a Deployment the Kubelet double runs, and says
@@ -478,11 +535,12 @@ func Hold(in *Installation) {
 // releases names its suite. Where a release's folder is missing Main
 // starts nothing and every test skips (Need), saying what it expects.
 func Main(m *testing.M, pkg string, opts Options, in **Installation) int {
-	s, ok := releases.Of(pkg)
+	s, ok := releases.Of(pkg, os.Getenv(releases.SuiteEnv))
 	if !ok {
-		fmt.Fprintf(os.Stderr, "upstream: package releases has no suite %s\n", pkg)
+		fmt.Fprintf(os.Stderr, "upstream: package releases has no suite %s %s\n", pkg, os.Getenv(releases.SuiteEnv))
 		return 1
 	}
+	progress("suite %s: %s", s.Name, releasesLine(s))
 	opts.Suite, opts.Fleet, opts.Rancher = s, s.Fleet.Tag, s.Rancher != nil
 	if s.Missing() != "" {
 		skipped = &s
@@ -501,6 +559,14 @@ func Main(m *testing.M, pkg string, opts Options, in **Installation) int {
 	}
 	i.Stop()
 	return code
+}
+
+func releasesLine(s releases.Suite) string {
+	var rs []string
+	for _, r := range s.Releases() {
+		rs = append(rs, r.Repo+" "+r.Tag)
+	}
+	return strings.Join(rs, ", ")
 }
 
 // skipped is the suite Main found a release folder of missing.

@@ -72,7 +72,7 @@ func NewRancherServer() (RancherServer, error) {
 // dir with the release's version in Chart.yaml, where the tree has the
 // %VERSION% and %APP_VERSION% placeholders its release build fills, and
 // returns its path.
-func RancherChart(b Binaries, dir string) (string, error) {
+func RancherChart(b Binaries, dir, version string) (string, error) {
 	dst := filepath.Join(dir, "rancher-chart")
 	if err := copyTree(filepath.Join(b.RancherTree, "chart"), dst); err != nil {
 		return "", err
@@ -82,8 +82,8 @@ func RancherChart(b Binaries, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s := strings.ReplaceAll(string(c), "%APP_VERSION%", RancherVersion)
-	s = strings.ReplaceAll(s, "%VERSION%", strings.TrimPrefix(RancherVersion, "v"))
+	s := strings.ReplaceAll(string(c), "%APP_VERSION%", version)
+	s = strings.ReplaceAll(s, "%VERSION%", strings.TrimPrefix(version, "v"))
 	return dst, os.WriteFile(p, []byte(s), 0o644)
 }
 
@@ -102,7 +102,7 @@ func RancherChart(b Binaries, dir string) (string, error) {
 // own is in /usr/share/rancher/ui-dashboard). The aggregation registration
 // timeout is long: the kube-apiserver cannot reach Rancher's extension
 // API here, and Rancher exits after the default 5 minutes.
-func RancherValues(dir string, s RancherServer, dashboard string) (string, error) {
+func RancherValues(dir, version string, s RancherServer, dashboard string) (string, error) {
 	env := []map[string]string{
 		{"name": "CATTLE_DEV_MODE", "value": "yes"},
 		{"name": "CATTLE_SERVER_URL", "value": s.URL()},
@@ -115,7 +115,7 @@ func RancherValues(dir string, s RancherServer, dashboard string) (string, error
 		"replicas":                       1,
 		"bootstrapPassword":              RancherPassword,
 		"useBundledSystemChart":          true,
-		"rancherImageTag":                RancherVersion,
+		"rancherImageTag":                version,
 		"hostname":                       "127.0.0.1",
 		"ingress":                        map[string]interface{}{"enabled": false},
 		"features":                       "harvester=false",
@@ -147,7 +147,7 @@ func RancherValues(dir string, s RancherServer, dashboard string) (string, error
 // IsRelease, which, for one, turns off the catalog's filtering of chart
 // versions by catalog.cattle.io/rancher-version and kube-version,
 // pkg/catalogv2/content/content.go filterReleases).
-func RancherRunner(b Binaries, s RancherServer) Runner {
+func RancherRunner(b Binaries, version string, s RancherServer) Runner {
 	_, httpPort, _ := net.SplitHostPort(s.HTTP)
 	_, httpsPort, _ := net.SplitHostPort(s.HTTPS)
 	client := insecureClient(2 * time.Second)
@@ -162,7 +162,7 @@ func RancherRunner(b Binaries, s RancherServer) Runner {
 			return b.Rancher, args, true, nil
 		},
 		Env: func(p *Pod, c *corev1.Container) []string {
-			return []string{"CATTLE_SERVER_VERSION=" + RancherVersion}
+			return []string{"CATTLE_SERVER_VERSION=" + version}
 		},
 		Ready: func(ctx context.Context, p *Pod) bool {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/ping", nil)

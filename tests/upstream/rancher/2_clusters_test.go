@@ -189,8 +189,15 @@ func createClusters(t *testing.T) []*managed {
 	return append([]*managed{local}, out...)
 }
 
-// markReady sets the management Cluster's Ready condition True in its
-// status, as Rancher's cluster agent connection would.
+// markReady sets the management Cluster's Ready condition (and from
+// v2.15.0 its Connected condition) True in its status, as Rancher's cluster agent connection would. Rancher
+// v2.12.12 makes the fleet Cluster once Ready is True; v2.15.0 also waits
+// for Connected (rancher/rancher v2.15.0 pkg/controllers/provisioningv2/
+// cluster/controller.go: the kubeconfig Secret, status.clientSecretName,
+// which the fleetcluster handler needs, comes only once the management
+// Cluster is Connected). v2.15.0's management Cluster CRD has a status
+// subresource; v2.12.12's has none (Rancher makes its CRDs from its Go
+// types, status included in the object).
 func markReady(t *testing.T, name string) {
 	t.Helper()
 	ctx := context.Background()
@@ -199,24 +206,36 @@ func markReady(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	set := map[string]bool{"Ready": true}
+	if in.RancherAtLeast("2.15.0") {
+		set["Connected"] = true
+	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, _ := c.(map[string]interface{}); m["type"] == "Ready" && m["status"] == "True" {
-			return
-		}
-	}
 	var kept []interface{}
+	already := 0
 	for _, c := range conds {
-		if m, _ := c.(map[string]interface{}); m["type"] != "Ready" {
+		m, _ := c.(map[string]interface{})
+		typ, _ := m["type"].(string)
+		if !set[typ] {
 			kept = append(kept, c)
+		} else if m["status"] == "True" {
+			already++
 		}
 	}
-	kept = append(kept, map[string]interface{}{"type": "Ready", "status": "True", "lastUpdateTime": time.Now().UTC().Format(time.RFC3339)})
+	if already == len(set) {
+		return
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	for typ := range set {
+		kept = append(kept, map[string]interface{}{"type": typ, "status": "True", "lastUpdateTime": now})
+	}
 	_ = unstructured.SetNestedSlice(u.Object, kept, "status", "conditions")
-	// Rancher's management Cluster CRD has no status subresource (it
-	// makes its CRDs from its Go types, status included in the object).
-	if _, err := res.Update(ctx, u, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
-		t.Fatalf("mark %s Ready: %v", name, err)
+	_, err = res.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) { // no status subresource
+		_, err = res.Update(ctx, u, metav1.UpdateOptions{})
+	}
+	if err != nil && !apierrors.IsConflict(err) {
+		t.Fatalf("mark %s Ready and Connected: %v", name, err)
 	}
 }
 

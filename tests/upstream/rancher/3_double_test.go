@@ -42,7 +42,7 @@ func Test07DoubleAgrees(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, err := rancherdouble.Start(ctx, rancherdouble.Options{Config: cp.Config, Version: framework.RancherVersion})
+	d, err := rancherdouble.Start(ctx, rancherdouble.Options{Config: cp.Config, Version: in.RancherVersion()})
 	if err != nil {
 		t.Fatal(err)
 	}

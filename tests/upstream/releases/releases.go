@@ -66,26 +66,41 @@ func Fleet(tag string) Release {
 		"bin/fleetcontroller", "bin/fleetagent", "charts/fleet/Chart.yaml", "charts/fleet-crd/templates/crds.yaml"}}
 }
 
+// Webhook is a rancher-webhook release: the server and the tag's chart
+// (charts/rancher-webhook, which Rancher installs as a system chart).
+func Webhook(tag string) Release {
+	return Release{Repo: "rancher/webhook", Tag: tag, Contains: []string{"bin/webhook", "charts/rancher-webhook/Chart.yaml"}}
+}
+
 // The releases the suite runs. Rancher v2.12.12 ships Fleet v0.13.14
 // (rancher/rancher v2.12.12 build.yaml, fleetVersion 107.0.14+up0.13.14);
-// v0.14.10 is the newest Fleet v0.14.
-// v0.16.1 is the newest Fleet v0.16 (Rancher v2.15.0 ships v0.16.0:
-// build.yaml, fleetVersion 110.0.0+up0.16.0).
+// v0.14.10 is the newest Fleet v0.14. Rancher v2.15.0 ships Fleet v0.16.0
+// and rancher-webhook v0.11.0 (v2.15.0 build.yaml: fleetVersion
+// 110.0.0+up0.16.0, webhookVersion 110.0.0+up0.11.0); v0.16.1 is the
+// newest Fleet v0.16.
 var (
 	RancherV21212 = Rancher("v2.12.12")
+	RancherV2150  = Rancher("v2.15.0")
 	FleetV01314   = Fleet("v0.13.14")
 	FleetV01410   = Fleet("v0.14.10")
 	FleetV0161    = Fleet("v0.16.1")
+	WebhookV0110  = Webhook("v0.11.0")
 )
 
-// Suite is one package of tests/upstream: one installation of its
-// releases, which its cases share in order.
+// Suite is one installation of releases that the cases of one package of
+// tests/upstream share, in order. A package may have several (the
+// Rancher package runs on each Rancher line the suite covers); Name tells
+// them apart.
 type Suite struct {
+	// Name names the suite (LEASETUNE_UPSTREAM_SUITE selects it).
+	Name string
 	// Package is the package's path from the repository's root.
 	Package string
-	// Rancher is the Rancher release it runs, if any; Fleet its Fleet.
+	// Rancher is the Rancher release it runs, if any; Fleet its Fleet;
+	// Webhook the rancher-webhook beside Rancher, if any.
 	Rancher *Release
 	Fleet   Release
+	Webhook *Release
 	// Cases are its tests, in the order they run.
 	Cases []string
 	// Kube is the control plane it runs on (scripts/controlplane.sh's
@@ -95,10 +110,15 @@ type Suite struct {
 
 // Releases are the suite's releases, Rancher first.
 func (s Suite) Releases() []Release {
-	if s.Rancher == nil {
-		return []Release{s.Fleet}
+	var out []Release
+	if s.Rancher != nil {
+		out = append(out, *s.Rancher)
 	}
-	return []Release{*s.Rancher, s.Fleet}
+	out = append(out, s.Fleet)
+	if s.Webhook != nil {
+		out = append(out, *s.Webhook)
+	}
+	return out
 }
 
 // Missing says why the suite cannot run here ("" when it can): every
@@ -115,27 +135,47 @@ func (s Suite) Missing() string {
 
 // SkipLine is the one line said for a case that cannot run.
 func (s Suite) SkipLine(c string) string {
-	return fmt.Sprintf("upstream: skip %s %s: %s (docs/upstream.md)", s.Package, c, s.Missing())
+	return fmt.Sprintf("upstream: skip %s %s (%s): %s (docs/upstream.md)", s.Package, c, s.Name, s.Missing())
 }
 
-// Suites are the packages of tests/upstream.
+// rancherCases are the cases of tests/upstream/rancher.
+var rancherCases = []string{
+	"Test01Fleet", "Test02RancherStartRestoresTheSettings", "Test03SettingsAPI", "Test04RancherLock",
+	"Test05UIPlugin", "Test06ManagedClusters", "Test07DoubleAgrees", "Test08Dashboard", "Test09AppsPage", "Test10RancherWebhook"}
+
+// Suites are the installations of tests/upstream.
 // Kubernetes: Rancher v2.12.12's chart wants < 1.34 (chart/Chart.yaml
-// kubeVersion), Fleet v0.16's >= 1.34 (charts/fleet/Chart.yaml
-// catalog.cattle.io/kube-version '>= 1.34.0-0 < 1.37.0-0').
+// kubeVersion), v2.15.0's < 1.37; Fleet v0.16's >= 1.34
+// (charts/fleet/Chart.yaml catalog.cattle.io/kube-version
+// '>= 1.34.0-0 < 1.37.0-0').
 var Suites = []Suite{
-	{Package: "tests/upstream/fleet", Fleet: FleetV01410, Cases: []string{"TestRealFleet"}, Kube: "1.32"},
-	{Package: "tests/upstream/fleet016", Fleet: FleetV0161, Cases: []string{"TestRealFleet", "TestAgentDuplicateName"}, Kube: "1.36"},
-	{Package: "tests/upstream/rancher", Rancher: &RancherV21212, Fleet: FleetV01314, Cases: []string{
-		"Test01Fleet", "Test02RancherStartRestoresTheSettings", "Test03SettingsAPI", "Test04RancherLock",
-		"Test05UIPlugin", "Test06ManagedClusters", "Test07DoubleAgrees", "Test08Dashboard", "Test09AppsPage"}, Kube: "1.32"},
+	{Name: "fleet-v0.14.10", Package: "tests/upstream/fleet", Fleet: FleetV01410, Cases: []string{"TestRealFleet"}, Kube: "1.32"},
+	{Name: "fleet-v0.16.1", Package: "tests/upstream/fleet016", Fleet: FleetV0161, Cases: []string{"TestRealFleet", "TestAgentDuplicateName"}, Kube: "1.36"},
+	{Name: "rancher-v2.12.12", Package: "tests/upstream/rancher", Rancher: &RancherV21212, Fleet: FleetV01314, Cases: rancherCases, Kube: "1.32"},
+	{Name: "rancher-v2.15.0", Package: "tests/upstream/rancher", Rancher: &RancherV2150, Fleet: FleetV0161, Webhook: &WebhookV0110, Cases: rancherCases, Kube: "1.36"},
 }
 
-// Of returns the suite of package pkg (a path from the repository's root).
-func Of(pkg string) (Suite, bool) {
+// SuiteEnv names the suite a test binary runs when its package has more
+// than one (make test-upstream sets it for each).
+const SuiteEnv = "LEASETUNE_UPSTREAM_SUITE"
+
+// Of returns the suite of package pkg (a path from the repository's root)
+// named name; with name "", the package's only suite, or else its first
+// whose folders are all there, or else its first.
+func Of(pkg, name string) (Suite, bool) {
+	var of []Suite
 	for _, s := range Suites {
-		if s.Package == pkg {
+		if s.Package == pkg && (name == "" || s.Name == name) {
+			of = append(of, s)
+		}
+	}
+	if len(of) == 0 {
+		return Suite{}, false
+	}
+	for _, s := range of {
+		if s.Missing() == "" {
 			return s, true
 		}
 	}
-	return Suite{}, false
+	return of[0], true
 }

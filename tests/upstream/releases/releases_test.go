@@ -17,6 +17,8 @@ func TestEnv(t *testing.T) {
 		&RancherV21212:              "LEASETUNE_RANCHER_V2_12_12",
 		&FleetV01314:                "LEASETUNE_FLEET_V0_13_14",
 		&FleetV01410:                "LEASETUNE_FLEET_V0_14_10",
+		&RancherV2150:               "LEASETUNE_RANCHER_V2_15_0",
+		&WebhookV0110:               "LEASETUNE_WEBHOOK_V0_11_0",
 		ptr(Rancher("v2.15.0-rc1")): "LEASETUNE_RANCHER_V2_15_0_RC1",
 	} {
 		if got := r.Env(); got != want {
@@ -62,15 +64,16 @@ func TestDir(t *testing.T) {
 // TestMissing: a suite beside Rancher says what each of its releases lacks,
 // and nothing once both are there.
 func TestMissing(t *testing.T) {
-	s, ok := Of("tests/upstream/rancher")
+	s, ok := Of("tests/upstream/rancher", "rancher-v2.15.0")
 	if !ok {
-		t.Fatal("no suite tests/upstream/rancher")
+		t.Fatal("no suite rancher-v2.15.0 of tests/upstream/rancher")
 	}
 	for _, r := range s.Releases() {
 		t.Setenv(r.Env(), "")
 	}
 	line := s.SkipLine("Test01Fleet")
-	for _, want := range []string{"upstream: skip tests/upstream/rancher Test01Fleet: ", "LEASETUNE_RANCHER_V2_12_12", "LEASETUNE_FLEET_V0_13_14"} {
+	for _, want := range []string{"upstream: skip tests/upstream/rancher Test01Fleet (rancher-v2.15.0): ",
+		"LEASETUNE_RANCHER_V2_15_0", "LEASETUNE_FLEET_V0_16_1", "LEASETUNE_WEBHOOK_V0_11_0"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("skip line %q lacks %q", line, want)
 		}
@@ -116,12 +119,57 @@ func TestSuitesAreThePackages(t *testing.T) {
 			}
 		}
 	}
-	if len(found) != len(Suites) {
-		t.Errorf("packages with tests %v, suites %d", found, len(Suites))
+	pkgs := map[string]bool{}
+	for _, s := range Suites {
+		pkgs[s.Package] = true
+	}
+	if len(found) != len(pkgs) {
+		t.Errorf("packages with tests %v, packages of suites %v", found, pkgs)
 	}
 	for _, s := range Suites {
 		if !reflect.DeepEqual(found[s.Package], s.Cases) {
 			t.Errorf("%s: the package's tests are %v, the suite lists %v", s.Package, found[s.Package], s.Cases)
 		}
+	}
+}
+
+// TestOf: a package's suite by name; without a name its only one, or the
+// first whose folders are all there, or its first; names are unique.
+func TestOf(t *testing.T) {
+	names := map[string]bool{}
+	for _, s := range Suites {
+		if s.Name == "" || names[s.Name] {
+			t.Errorf("suite of %s: name %q empty or not unique", s.Package, s.Name)
+		}
+		names[s.Name] = true
+		for _, r := range s.Releases() {
+			t.Setenv(r.Env(), "")
+		}
+	}
+	if s, ok := Of("tests/upstream/fleet", ""); !ok || s.Name != "fleet-v0.14.10" {
+		t.Errorf("the only suite of tests/upstream/fleet: %v %v", s.Name, ok)
+	}
+	if s, ok := Of("tests/upstream/rancher", ""); !ok || s.Name != "rancher-v2.12.12" {
+		t.Errorf("no folder set: the first suite, got %v %v", s.Name, ok)
+	}
+	v215, _ := Of("tests/upstream/rancher", "rancher-v2.15.0")
+	for _, r := range v215.Releases() {
+		dir := t.TempDir()
+		for _, p := range r.Contains {
+			_ = os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+			if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Setenv(r.Env(), dir)
+	}
+	if s, ok := Of("tests/upstream/rancher", ""); !ok || s.Name != "rancher-v2.15.0" {
+		t.Errorf("v2.15.0's folders set: that suite, got %v %v", s.Name, ok)
+	}
+	if s, ok := Of("tests/upstream/rancher", "rancher-v2.12.12"); !ok || s.Name != "rancher-v2.12.12" {
+		t.Errorf("by name: %v %v", s.Name, ok)
+	}
+	if _, ok := Of("tests/upstream/rancher", "rancher-v9"); ok {
+		t.Error("an unknown name found a suite")
 	}
 }

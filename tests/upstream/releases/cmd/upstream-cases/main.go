@@ -1,8 +1,9 @@
 // Command upstream-cases tells `make test-upstream` which packages of the
 // suite beside the real Rancher and Fleet can run here: it prints one line
 // per case that cannot (on stderr: which variable and release it expects)
-// and the packages that can (on stdout, one a line: the package and the
-// LEASETUNE_KUBE of its control plane). It builds nothing.
+// and the suites that can (on stdout, one a line: the package, the
+// LEASETUNE_KUBE of its control plane and the suite's name). It builds
+// nothing.
 package main
 
 import (
@@ -15,7 +16,7 @@ import (
 func main() {
 	for _, s := range releases.Suites {
 		if s.Missing() == "" {
-			fmt.Println("./"+s.Package, s.Kube)
+			fmt.Println("./"+s.Package, s.Kube, s.Name)
 			continue
 		}
 		for _, c := range s.Cases {

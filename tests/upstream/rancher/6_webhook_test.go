@@ -1,0 +1,212 @@
+//go:build upstream
+
+package rancher_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/upstream/framework"
+)
+
+// Test10RancherWebhook is case 10: rancher-webhook, which Rancher installs
+// beside itself, and leasetune's webhook both judge every write of the
+// nine Settings. rancher-webhook v0.11.0 (Rancher v2.15.0) refuses an
+// update that moves a Setting off source "env" (rancher/webhook v0.11.0
+// pkg/resources/management.cattle.io/v3/setting/validator.go admitUpdate)
+// and nothing else of these names. Through it:
+//   - an admin's PUT of a valid value through steve passes both webhooks;
+//   - a value set through leasetune's env (chart value settingsEnv) makes
+//     the object source "env"; a user's PUT through /v3/settings and
+//     through steve is refused with a message that names the env var;
+//   - removing the env var gives the Setting back the user's value: the
+//     object leaves source "env" as rancher-webhook allows, deleted and
+//     created again by leasetune, with no refused write;
+//
+// and each step writes each Fleet Deployment once, and only where the
+// value in effect changed.
+func Test10RancherWebhook(t *testing.T) {
+	framework.Need(t, in)
+	if in.Opts.Suite.Webhook == nil {
+		t.Skipf("suite %s runs no rancher-webhook (package releases): the case is for rancher-webhook v0.11.0 beside Rancher v2.15.0", in.Opts.Suite.Name)
+	}
+	ctx := context.Background()
+	const name = "fleet-leader-election-retry-period"
+	var def settings.Definition
+	for _, d := range settings.Registry {
+		if d.Name == name {
+			def = d
+		}
+	}
+	vwc, err := in.CP.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "rancher.cattle.io", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	judged := false
+	for _, w := range vwc.Webhooks {
+		for _, r := range w.Rules {
+			for _, res := range r.Resources {
+				if res == "settings" {
+					judged = true
+					t.Logf("rancher-webhook judges settings: %s %v, failurePolicy %v", w.Name, r.Operations, *w.FailurePolicy)
+				}
+			}
+		}
+	}
+	if !judged {
+		t.Fatalf("rancher-webhook's ValidatingWebhookConfiguration has no rule for settings: %+v", vwc.Webhooks)
+	}
+
+	cur := in.SettingsTriple(t, "fleet-leader-election", election.FleetDefaults)
+	userValue := cur.RetryPeriod + time.Second
+	if err := cur.With(election.RetryPeriod, userValue).Validate(); err != nil {
+		t.Fatalf("the step's value: %v", err)
+	}
+	fleetTriple := func(want time.Duration) {
+		t.Helper()
+		for _, d := range framework.FleetDeployments {
+			d := d
+			framework.Within(t, 3*time.Minute, fmt.Sprintf("retry period %s on %s", want, d), func() bool {
+				got, found := in.ContainerTriple(t, framework.FleetNamespace, d, d, election.CattlePrefix)
+				return found && got.RetryPeriod == want
+			})
+		}
+	}
+	// oneRolloutEach: each Fleet Deployment once, leasetune as many
+	// times as its chart's upgrades changed its pod template (settingsEnv).
+	oneRolloutEach := func(before map[string]int, leasetune int) {
+		t.Helper()
+		want := map[string]int{}
+		for _, d := range framework.FleetDeployments {
+			want[framework.FleetNamespace+"/"+d] = 1
+		}
+		if leasetune > 0 {
+			want[framework.LeasetuneNamespace+"/leasetune"] = leasetune
+		}
+		in.WantRollouts(t, before, want)
+	}
+	object := func() (value, source string) {
+		u, err := in.Dyn.Resource(framework.SettingGVR).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := u.Object["value"].(string)
+		s, _ := u.Object["source"].(string)
+		return v, s
+	}
+	stevePut := func(api *framework.RancherAPI, value string) (int, []byte) {
+		t.Helper()
+		code, body, err := api.Do(ctx, http.MethodGet, "/v1/management.cattle.io.settings/"+name, nil)
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("GET the setting through steve: %d %v %s", code, err, body)
+		}
+		var s map[string]interface{}
+		if err := json.Unmarshal(body, &s); err != nil {
+			t.Fatal(err)
+		}
+		s["value"] = value
+		code, body, err = api.Do(ctx, http.MethodPut, "/v1/management.cattle.io.settings/"+name, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return code, body
+	}
+	refusedUpdates := func(rs []framework.Request) map[string]int {
+		return framework.Count(rs, func(r framework.Request) bool {
+			return r.Resource == "settings" && r.Code >= 400 && r.Verb != "get" && r.Verb != "list" && r.Verb != "watch"
+		}, func(r framework.Request) string { return fmt.Sprintf("%s %s %s %d", r.User, r.Verb, r.Name, r.Code) })
+	}
+
+	t.Run("steve-put-passes-both", func(t *testing.T) {
+		before := in.Rollouts(t)
+		mark, _ := in.Audit.Mark()
+		if code, body := stevePut(in.Admin, election.FormatDuration(userValue)); code != http.StatusOK {
+			t.Fatalf("an admin's PUT of %s through steve: %d %s", userValue, code, body)
+		}
+		fleetTriple(userValue)
+		in.Calm(t, 20*time.Second, 3*time.Minute)
+		if v, s := object(); v != election.FormatDuration(userValue) || s != "" {
+			t.Errorf("the Setting after the PUT: value %q source %q", v, s)
+		}
+		rs, _ := in.Audit.Since(mark)
+		if r := refusedUpdates(rs); len(r) > 0 {
+			t.Errorf("refused writes of settings: %v", r)
+		}
+		oneRolloutEach(before, 0)
+	})
+
+	envValue := userValue + time.Second
+	t.Run("env-sets-the-setting", func(t *testing.T) {
+		before := in.Rollouts(t)
+		mark, _ := in.Audit.Mark()
+		upgradeLeasetune(t, "settingsEnv."+def.EnvVar()+"="+election.FormatDuration(envValue))
+		framework.Within(t, 2*time.Minute, "the Setting set from env", func() bool {
+			v, s := object()
+			return v == election.FormatDuration(envValue) && s == "env"
+		}, func() string { v, s := object(); return fmt.Sprintf("value %q source %q", v, s) })
+		fleetTriple(envValue)
+		in.Calm(t, 20*time.Second, 3*time.Minute)
+		rs, _ := in.Audit.Since(mark)
+		if r := refusedUpdates(rs); len(r) > 0 {
+			t.Errorf("refused writes of settings: %v", r)
+		}
+		oneRolloutEach(before, 1)
+	})
+
+	t.Run("users-refused-while-env-sets-it", func(t *testing.T) {
+		mark, _ := in.Audit.Mark()
+		other := election.FormatDuration(envValue + time.Second)
+		code, body, err := in.Admin.Do(ctx, http.MethodPut, "/v3/settings/"+name, map[string]string{"value": other})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("PUT /v3/settings/%s %s: %d %s", name, other, code, body)
+		if code < 400 || !strings.Contains(string(body), def.EnvVar()) {
+			t.Errorf("a PUT through /v3 of an env-set Setting: want a refusal naming %s, got %d %s", def.EnvVar(), code, body)
+		}
+		code, body = stevePut(in.Admin, other)
+		t.Logf("PUT through steve %s: %d %s", other, code, body)
+		if code < 400 || !strings.Contains(string(body), def.EnvVar()) {
+			t.Errorf("a PUT through steve of an env-set Setting: want a refusal naming %s, got %d %s", def.EnvVar(), code, body)
+		}
+		time.Sleep(15 * time.Second)
+		if v, s := object(); v != election.FormatDuration(envValue) || s != "env" {
+			t.Errorf("the refused PUTs changed the Setting: value %q source %q", v, s)
+		}
+		rs, _ := in.Audit.Since(mark)
+		framework.LeasetuneWrites(t, rs, nil)
+	})
+
+	t.Run("env-removed-gives-the-users-value-back", func(t *testing.T) {
+		before := in.Rollouts(t)
+		mark, _ := in.Audit.Mark()
+		upgradeLeasetune(t, "settingsEnv=null")
+		framework.Within(t, 2*time.Minute, "the user's value back, off source env", func() bool {
+			v, s := object()
+			return v == election.FormatDuration(userValue) && s == ""
+		}, func() string { v, s := object(); return fmt.Sprintf("value %q source %q", v, s) })
+		fleetTriple(userValue)
+		in.Calm(t, 20*time.Second, 3*time.Minute)
+		rs, _ := in.Audit.Since(mark)
+		if r := refusedUpdates(rs); len(r) > 0 {
+			t.Errorf("refused writes of settings (rancher-webhook refuses an update off source env): %v", r)
+		}
+		got := framework.Count(rs, func(r framework.Request) bool {
+			return r.User == framework.Leasetune && r.Write() && r.Resource == "settings"
+		}, func(r framework.Request) string { return r.Verb + " " + r.Name })
+		if want := map[string]int{"delete " + name: 1, "create " + name: 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("leasetune's Setting writes: %v, want %v (the object deleted and created again)", got, want)
+		}
+		oneRolloutEach(before, 1)
+	})
+	in.NoCrashes(t)
+}
