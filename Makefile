@@ -121,15 +121,17 @@ test-smoke: ## the smoke run: $(SMOKE_PKGS) on kube-apiserver v1.28
 test-upstream: ## the suite beside the real Rancher and Fleet (the binaries from the folders LEASETUNE_RANCHER_* and LEASETUNE_FLEET_* name; skips what is missing)
 	@lines="$$($(GO) run ./tests/upstream/releases/cmd/upstream-cases)" || exit 1; \
 	  if [ -z "$$lines" ]; then echo "test-upstream: no release folder is set: every case skipped (docs/upstream.md)"; exit 0; fi; \
+	  for shell in $$(echo "$$lines" | awk '$$4 != "-" {print $$4}' | sort -u); do \
+	    echo "test-upstream: Rancher's dashboard from @rancher/shell $$shell (scripts/dashboard.sh: npm packages, about 4 minutes the first time) ..."; start=$$SECONDS; \
+	    scripts/dashboard.sh $$shell >/dev/null || exit 1; echo "test-upstream: dashboard $$shell ready ($$((SECONDS - start))s)"; \
+	  done; \
 	  if echo "$$lines" | grep -q /rancher; then \
-	    echo "test-upstream: Rancher's dashboard from @rancher/shell (scripts/dashboard.sh: npm packages, about 4 minutes the first time) ..."; start=$$SECONDS; \
-	    scripts/dashboard.sh >/dev/null || exit 1; echo "test-upstream: dashboard ready ($$((SECONDS - start))s)"; \
 	    echo "test-upstream: the browser driver's packages (scripts/ui.sh deps: npm ci of ui/package-lock.json when missing) ..."; start=$$SECONDS; \
 	    scripts/ui.sh deps >/dev/null || exit 1; echo "test-upstream: ui/node_modules ready ($$((SECONDS - start))s)"; \
 	  fi; \
 	  $(GO) build -o /dev/null ./cmd/leasetune || exit 1; \
 	  bins="$$(mktemp -d)"; trap 'rm -rf "$$bins"' EXIT; \
-	  echo "$$lines" | while read -r pkg kube suite; do \
+	  echo "$$lines" | while read -r pkg kube suite shell; do \
 	    echo "test-upstream: $$pkg ($$suite): control plane v$$kube (LEASETUNE_KUBE=$$kube scripts/controlplane.sh: the Kubernetes its releases' charts accept) ..."; start=$$SECONDS; \
 	    assets="$$(LEASETUNE_KUBE=$$kube scripts/controlplane.sh)" || exit 1; echo "test-upstream: control plane in $$assets ($$((SECONDS - start))s)"; \
 	    bin="$$bins/$$(basename $$pkg).test"; $(GO) test -tags upstream -c -o "$$bin" $$pkg || exit 1; \

@@ -44,9 +44,9 @@ type Binaries struct {
 	WebhookTree string
 	// Leasetune is leasetune built from this repository.
 	Leasetune string
-	// Dashboard is Rancher's dashboard as Rancher serves it (a folder
-	// holding dashboard/index.html) when scripts/dashboard.sh has built
-	// it, else "".
+	// Dashboard is Rancher's dashboard of the suite's @rancher/shell as
+	// Rancher serves it (a folder holding dashboard/index.html) when
+	// scripts/dashboard.sh has built it, else "".
 	Dashboard string
 }
 
@@ -86,10 +86,12 @@ func FindBinaries(dir string, s releases.Suite) (Binaries, error) {
 			return Binaries{}, err
 		}
 	}
-	dash := exec.Command("bash", filepath.Join(root, "scripts", "dashboard.sh"), "--check")
-	if out, err := dash.Output(); err == nil {
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		b.Dashboard = filepath.Join(lines[len(lines)-1], "ui-dashboard")
+	if s.Shell != "" {
+		dash := exec.Command("bash", filepath.Join(root, "scripts", "dashboard.sh"), "--check", s.Shell)
+		if out, err := dash.Output(); err == nil {
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			b.Dashboard = filepath.Join(lines[len(lines)-1], "ui-dashboard")
+		}
 	}
 	var stderr bytes.Buffer
 	build := exec.Command("go", "build", "-o", b.Leasetune, "./cmd/leasetune")

@@ -106,6 +106,11 @@ type Suite struct {
 	// Kube is the control plane it runs on (scripts/controlplane.sh's
 	// LEASETUNE_KUBE): one every chart it installs accepts.
 	Kube string
+	// Shell is the @rancher/shell version of the dashboard Rancher serves
+	// (tests/upstream/dashboard/shell-<Shell>, scripts/dashboard.sh):
+	// rancher/dashboard's shell/package.json at the Rancher tag, or the
+	// nearest release npm serves. "" without Rancher.
+	Shell string
 }
 
 // Releases are the suite's releases, Rancher first.
@@ -143,7 +148,10 @@ var rancherCases = []string{
 	"Test01Fleet", "Test02RancherStartRestoresTheSettings", "Test03SettingsAPI", "Test04RancherLock",
 	"Test05UIPlugin", "Test06ManagedClusters", "Test07DoubleAgrees", "Test08Dashboard", "Test09AppsPage", "Test10RancherWebhook"}
 
-// Suites are the installations of tests/upstream.
+// Suites are the installations of tests/upstream. Dashboards
+// (rancher/dashboard shell/package.json at the Rancher tag): v2.12.12 is
+// @rancher/shell 3.0.5, v2.15.0 3.0.12 (Node >= 24), which npm does not
+// serve: 3.0.13 is the nearest.
 // Kubernetes: Rancher v2.12.12's chart wants < 1.34 (chart/Chart.yaml
 // kubeVersion), v2.15.0's < 1.37; Fleet v0.16's >= 1.34
 // (charts/fleet/Chart.yaml catalog.cattle.io/kube-version
@@ -151,8 +159,8 @@ var rancherCases = []string{
 var Suites = []Suite{
 	{Name: "fleet-v0.14.10", Package: "tests/upstream/fleet", Fleet: FleetV01410, Cases: []string{"TestRealFleet"}, Kube: "1.32"},
 	{Name: "fleet-v0.16.1", Package: "tests/upstream/fleet016", Fleet: FleetV0161, Cases: []string{"TestRealFleet", "TestAgentDuplicateName"}, Kube: "1.36"},
-	{Name: "rancher-v2.12.12", Package: "tests/upstream/rancher", Rancher: &RancherV21212, Fleet: FleetV01314, Cases: rancherCases, Kube: "1.32"},
-	{Name: "rancher-v2.15.0", Package: "tests/upstream/rancher", Rancher: &RancherV2150, Fleet: FleetV0161, Webhook: &WebhookV0110, Cases: rancherCases, Kube: "1.36"},
+	{Name: "rancher-v2.12.12", Package: "tests/upstream/rancher", Rancher: &RancherV21212, Fleet: FleetV01314, Cases: rancherCases, Kube: "1.32", Shell: "3.0.5"},
+	{Name: "rancher-v2.15.0", Package: "tests/upstream/rancher", Rancher: &RancherV2150, Fleet: FleetV0161, Webhook: &WebhookV0110, Cases: rancherCases, Kube: "1.36", Shell: "3.0.13"},
 }
 
 // SuiteEnv names the suite a test binary runs when its package has more

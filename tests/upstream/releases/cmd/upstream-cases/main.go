@@ -2,7 +2,8 @@
 // suite beside the real Rancher and Fleet can run here: it prints one line
 // per case that cannot (on stderr: which variable and release it expects)
 // and the suites that can (on stdout, one a line: the package, the
-// LEASETUNE_KUBE of its control plane and the suite's name). It builds
+// LEASETUNE_KUBE of its control plane, the suite's name and the
+// @rancher/shell version of its dashboard, "-" for none). It builds
 // nothing.
 package main
 
@@ -16,7 +17,11 @@ import (
 func main() {
 	for _, s := range releases.Suites {
 		if s.Missing() == "" {
-			fmt.Println("./"+s.Package, s.Kube, s.Name)
+			shell := s.Shell
+			if shell == "" {
+				shell = "-"
+			}
+			fmt.Println("./"+s.Package, s.Kube, s.Name, shell)
 			continue
 		}
 		for _, c := range s.Cases {
