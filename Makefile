@@ -129,7 +129,7 @@ test-upstream: ## the suite beside the real Rancher and Fleet (the binaries from
 	    echo "test-upstream: the browser driver's packages (scripts/ui.sh deps: npm ci of ui/package-lock.json when missing) ..."; start=$$SECONDS; \
 	    scripts/ui.sh deps >/dev/null || exit 1; echo "test-upstream: ui/node_modules ready ($$((SECONDS - start))s)"; \
 	  fi; \
-	  $(GO) build -o /dev/null ./cmd/leasetune || exit 1; \
+	  $(GO) build -o /dev/null ./cmd/leasetune && scripts/helm.sh >/dev/null || exit 1; \
 	  bins="$$(mktemp -d)"; trap 'rm -rf "$$bins"' EXIT; \
 	  echo "$$lines" | while read -r pkg kube suite shell; do \
 	    echo "test-upstream: $$pkg ($$suite): control plane v$$kube (LEASETUNE_KUBE=$$kube scripts/controlplane.sh: the Kubernetes its releases' charts accept) ..."; start=$$SECONDS; \
