@@ -126,8 +126,8 @@ test-upstream: ## the suite beside the real Rancher and Fleet (the binaries from
 	    scripts/dashboard.sh $$shell >/dev/null || exit 1; echo "test-upstream: dashboard $$shell ready ($$((SECONDS - start))s)"; \
 	  done; \
 	  if echo "$$lines" | grep -q /rancher; then \
-	    echo "test-upstream: the browser driver's packages (scripts/ui.sh deps: npm ci of ui/package-lock.json when missing) ..."; start=$$SECONDS; \
-	    scripts/ui.sh deps >/dev/null || exit 1; echo "test-upstream: ui/node_modules ready ($$((SECONDS - start))s)"; \
+	    echo "test-upstream: the browser and its driver's packages (scripts/chromium.sh: Debian's chromium when missing; scripts/ui.sh deps: npm ci of ui/package-lock.json when missing) ..."; start=$$SECONDS; \
+	    scripts/chromium.sh >/dev/null && scripts/ui.sh deps >/dev/null || exit 1; echo "test-upstream: chromium and ui/node_modules ready ($$((SECONDS - start))s)"; \
 	  fi; \
 	  $(GO) build -o /dev/null ./cmd/leasetune && scripts/helm.sh >/dev/null || exit 1; \
 	  bins="$$(mktemp -d)"; trap 'rm -rf "$$bins"' EXIT; \
