@@ -189,7 +189,16 @@ func Test10RancherWebhook(t *testing.T) {
 	t.Run("env-removed-gives-the-users-value-back", func(t *testing.T) {
 		before := in.Rollouts(t)
 		mark, _ := in.Audit.Mark()
-		upgradeLeasetune(t, "settingsEnv=null")
+		// The env var's own key set to null: settingsEnv=null left it in
+		// place (helm v3.16.4 upgrade --reuse-values, run here).
+		upgradeLeasetune(t, "settingsEnv."+def.EnvVar()+"=null")
+		for _, c := range in.Deployment(t, framework.LeasetuneNamespace, "leasetune").Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				if e.Name == def.EnvVar() {
+					t.Fatalf("helm upgrade left %s=%s on leasetune's container %s", e.Name, e.Value, c.Name)
+				}
+			}
+		}
 		framework.Within(t, 2*time.Minute, "the user's value back, off source env", func() bool {
 			v, s := object()
 			return v == election.FormatDuration(userValue) && s == ""
