@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -21,8 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// ServiceProxy is a double of kube-proxy and of the Endpoints controller
-// for chosen Services whose pods the Kubelet double runs: each Service's
+// ServiceProxy is a double of kube-proxy and of the Endpoints and
+// EndpointSlice controllers for chosen Services whose pods the Kubelet double runs: each Service's
 // ClusterIP is added to the loopback device, and a listener on
 // ClusterIP:port forwards every connection to the address the pod's
 // runner gives the target port (Runner.Port), as kube-proxy's userspace
@@ -31,13 +32,16 @@ import (
 // URL (rancher/rancher v2.12.12 pkg/controllers/dashboard/apiservice/
 // setting.go getInternalServerAndURL, with the rancher Deployment present).
 //
-// The pods have no IPs of their own, so the Endpoints it writes (once a
-// pod runs) name the ClusterIP as the one address, with the target ports,
-// where it listens too: the kube-apiserver's availability check of an
-// aggregated API wants an address with the Service port's name
+// The pods have no IPs of their own, so the Endpoints and the
+// EndpointSlice it writes (once a pod runs) name the ClusterIP as the one
+// address, with the target ports, where it listens too: the
+// kube-apiserver's availability check of an aggregated API wants an
+// address with the Service port's name, in the Endpoints up to v1.32
 // (k8s.io/kube-aggregator v0.32.13 pkg/controllers/status/remote/
-// remote_available_controller.go sync), and its services/proxy dials an
-// endpoint's address and port. The Endpoints stay while pods come and go.
+// remote_available_controller.go sync) and in an EndpointSlice labelled
+// with the Service's name from v1.33 (v0.36.2 the same file: sync,
+// hasAvailableEndpoint), and its services/proxy dials an endpoint's
+// address and port. Both stay while pods come and go.
 //
 // It needs the right to add addresses (CAP_NET_ADMIN; root here). The
 // addresses are removed again by Stop.
@@ -145,6 +149,7 @@ func (sp *ServiceProxy) serve(ctx context.Context, svcKey, depKey string) {
 			listen(n, intstr.FromInt32(n))
 		}
 	}
+	sp.endpointSlice(ctx, svcKey, ns, name, ip, subset.Ports)
 	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Subsets: []corev1.EndpointSubset{subset}}
 	if _, err := sp.cs.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{FieldManager: "endpoints-controller-double"}); err != nil && !apierrors.IsAlreadyExists(err) {
 		sp.fail("Endpoints of Service %s: %v", svcKey, err)
@@ -155,6 +160,35 @@ func (sp *ServiceProxy) serve(ctx context.Context, svcKey, depKey string) {
 				sp.fail("Endpoints of Service %s: %v", svcKey, err)
 			}
 		}
+	}
+}
+
+// endpointSlice writes Service ns/name's EndpointSlice as the
+// EndpointSlice controller names and labels it (kubernetes.io/service-name;
+// here one slice, named after the Service) with the one ready address ip
+// and ports.
+func (sp *ServiceProxy) endpointSlice(ctx context.Context, svcKey, ns, name, ip string, ports []corev1.EndpointPort) {
+	ready := true
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+			discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "endpointslice-controller-double"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+	}
+	for _, p := range ports {
+		p := p
+		es.Ports = append(es.Ports, discoveryv1.EndpointPort{Name: &p.Name, Port: &p.Port, Protocol: &p.Protocol})
+	}
+	_, err := sp.cs.DiscoveryV1().EndpointSlices(ns).Create(ctx, es, metav1.CreateOptions{FieldManager: "endpointslice-controller-double"})
+	if apierrors.IsAlreadyExists(err) {
+		var cur *discoveryv1.EndpointSlice
+		if cur, err = sp.cs.DiscoveryV1().EndpointSlices(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			cur.Endpoints, cur.Ports = es.Endpoints, es.Ports
+			_, err = sp.cs.DiscoveryV1().EndpointSlices(ns).Update(ctx, cur, metav1.UpdateOptions{FieldManager: "endpointslice-controller-double"})
+		}
+	}
+	if err != nil {
+		sp.fail("EndpointSlice of Service %s: %v", svcKey, err)
 	}
 }
 

@@ -7,11 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/settings"
@@ -189,9 +192,10 @@ func Test10RancherWebhook(t *testing.T) {
 	t.Run("env-removed-gives-the-users-value-back", func(t *testing.T) {
 		before := in.Rollouts(t)
 		mark, _ := in.Audit.Mark()
-		// The env var's own key set to null: settingsEnv=null left it in
-		// place (helm v3.16.4 upgrade --reuse-values, run here).
-		upgradeLeasetune(t, "settingsEnv."+def.EnvVar()+"=null")
+		// As docs/install.md says: the release's values without the
+		// entry, --reset-values (--reuse-values keeps an entry set to
+		// null: seen here with helm v3.16.4).
+		upgradeLeasetuneWithout(t, "settingsEnv", def.EnvVar())
 		for _, c := range in.Deployment(t, framework.LeasetuneNamespace, "leasetune").Spec.Template.Spec.Containers {
 			for _, e := range c.Env {
 				if e.Name == def.EnvVar() {
@@ -218,4 +222,35 @@ func Test10RancherWebhook(t *testing.T) {
 		oneRolloutEach(before, 1)
 	})
 	in.NoCrashes(t)
+}
+
+// upgradeLeasetuneWithout runs helm upgrade of leasetune's release with
+// the values it has (helm get values) less the key path, and
+// --reset-values, and waits for the new pod.
+func upgradeLeasetuneWithout(t *testing.T, path ...string) {
+	t.Helper()
+	out, err := in.Helm.Run("get", "values", "leasetune", "--namespace", framework.LeasetuneNamespace, "--output", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]interface{}
+	if err := json.Unmarshal([]byte(out), &values); err != nil {
+		t.Fatalf("helm get values: %v: %s", err, out)
+	}
+	unstructured.RemoveNestedField(values, path...)
+	b, _ := json.Marshal(values)
+	file := filepath.Join(t.TempDir(), "values.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chart, err := framework.LeasetuneChart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Helm.Run("upgrade", "leasetune", chart, "--namespace", framework.LeasetuneNamespace, "--reset-values", "-f", file); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.WaitRunning(framework.LeasetuneNamespace, "leasetune", 3*time.Minute); err != nil {
+		t.Fatalf("leasetune after helm upgrade: %v\n%s", err, in.Logs(framework.LeasetuneNamespace, "leasetune", 30))
+	}
 }
