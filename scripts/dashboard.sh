@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Rancher's dashboard from @rancher/shell VERSION (rancher/dashboard v2.12.12 is 3.0.5; the
 # suite's releases name theirs: tests/upstream/releases) from the packages of
-# tests/upstream/dashboard/shell-VERSION/package-lock.json, the way rancher/dashboard builds it for
+# tests/upstream/dashboard/shell-VERSION/package-lock.json (and the app configuration beside those
+# folders), the way rancher/dashboard builds it for
 # /dashboard/, into the upstream cache, once (npm ci and the build: about 4 minutes on 2 cores;
 # seconds when built):
 #   ${LEASETUNE_UPSTREAM_CACHE:-~/.cache/leasetune-upstream}/dashboard-shell-<version>/ui-dashboard/
@@ -26,7 +27,9 @@ index="$out/ui-dashboard/dashboard/index.html"
 log() { echo "dashboard: $*" >&2; }
 # The build is current when it was made from these exact inputs (their
 # hash, not their times: a fresh clone's files are all new).
-inputs="$(cat "$app/"{package.json,package-lock.json,vue.config.js,babel.config.js} | sha256sum | cut -d' ' -f1)"
+# The app's build configuration (vue.config.js, babel.config.js) is one for every shell version.
+common="$root/tests/upstream/dashboard"
+inputs="$(cat "$app/"{package.json,package-lock.json} "$common/"{vue.config.js,babel.config.js} | sha256sum | cut -d' ' -f1)"
 stamp="$out/ui-dashboard/.leasetune-inputs-sha256"
 if [[ -f "$index" && "$(cat "$stamp" 2>/dev/null)" == "$inputs" ]]; then echo "$out"; exit 0; fi
 if [[ -n "$check" ]]; then log "not built: $index"; exit 1; fi
@@ -52,7 +55,7 @@ export CYPRESS_INSTALL_BINARY=0 PUPPETEER_SKIP_DOWNLOAD=1 PUPPETEER_SKIP_CHROMIU
 export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 build="$out/build"
 mkdir -p "$build"
-cp "$app/"{package.json,package-lock.json,vue.config.js,babel.config.js} "$build/"
+cp "$app/"{package.json,package-lock.json} "$common/"{vue.config.js,babel.config.js} "$build/"
 sum="$(sha256sum "$app/package-lock.json" | cut -d' ' -f1)"
 if [[ "$(cat "$build/node_modules/.leasetune-lock-sha256" 2>/dev/null)" != "$sum" ]]; then
   log "npm ci of @rancher/shell $shell_version (about 2 minutes) ..."

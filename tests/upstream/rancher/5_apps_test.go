@@ -238,14 +238,7 @@ func Test09AppsPage(t *testing.T) {
 	// What the form must show: the release's values where it has them
 	// (helm get values: what was set at install), the chart's defaults
 	// elsewhere (questions.yaml's defaults equal values.yaml's: tests/chart).
-	out, err := in.Helm.Run("get", "values", "leasetune", "--namespace", framework.LeasetuneNamespace, "--output", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var release map[string]interface{}
-	if err := json.Unmarshal([]byte(out), &release); err != nil {
-		t.Fatalf("helm get values: %v: %s", err, out)
-	}
+	release := releaseValues(t)
 	var app struct{ Metadata struct{ Name string } }
 	get(t, "/v1/catalog.cattle.io.apps/"+framework.LeasetuneNamespace+"/leasetune", &app)
 

@@ -229,14 +229,7 @@ func Test10RancherWebhook(t *testing.T) {
 // --reset-values, and waits for the new pod.
 func upgradeLeasetuneWithout(t *testing.T, path ...string) {
 	t.Helper()
-	out, err := in.Helm.Run("get", "values", "leasetune", "--namespace", framework.LeasetuneNamespace, "--output", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var values map[string]interface{}
-	if err := json.Unmarshal([]byte(out), &values); err != nil {
-		t.Fatalf("helm get values: %v: %s", err, out)
-	}
+	values := releaseValues(t)
 	unstructured.RemoveNestedField(values, path...)
 	b, _ := json.Marshal(values)
 	file := filepath.Join(t.TempDir(), "values.json")
@@ -253,4 +246,19 @@ func upgradeLeasetuneWithout(t *testing.T, path ...string) {
 	if err := in.WaitRunning(framework.LeasetuneNamespace, "leasetune", 3*time.Minute); err != nil {
 		t.Fatalf("leasetune after helm upgrade: %v\n%s", err, in.Logs(framework.LeasetuneNamespace, "leasetune", 30))
 	}
+}
+
+// releaseValues are the values leasetune's release was installed or last
+// upgraded with (helm get values).
+func releaseValues(t *testing.T) map[string]interface{} {
+	t.Helper()
+	out, err := in.Helm.Run("get", "values", "leasetune", "--namespace", framework.LeasetuneNamespace, "--output", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]interface{}
+	if err := json.Unmarshal([]byte(out), &values); err != nil {
+		t.Fatalf("helm get values: %v: %s", err, out)
+	}
+	return values
 }

@@ -79,14 +79,7 @@ func TestMissing(t *testing.T) {
 		}
 	}
 	for _, r := range s.Releases() {
-		dir := t.TempDir()
-		for _, p := range r.Contains {
-			_ = os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
-			if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		t.Setenv(r.Env(), dir)
+		fill(t, r)
 	}
 	if m := s.Missing(); m != "" {
 		t.Errorf("with every folder: %s", m)
@@ -154,14 +147,7 @@ func TestOf(t *testing.T) {
 	}
 	v215, _ := Of("tests/upstream/rancher", "rancher-v2.15.0")
 	for _, r := range v215.Releases() {
-		dir := t.TempDir()
-		for _, p := range r.Contains {
-			_ = os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
-			if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		t.Setenv(r.Env(), dir)
+		fill(t, r)
 	}
 	if s, ok := Of("tests/upstream/rancher", ""); !ok || s.Name != "rancher-v2.15.0" {
 		t.Errorf("v2.15.0's folders set: that suite, got %v %v", s.Name, ok)
@@ -172,4 +158,18 @@ func TestOf(t *testing.T) {
 	if _, ok := Of("tests/upstream/rancher", "rancher-v9"); ok {
 		t.Error("an unknown name found a suite")
 	}
+}
+
+// fill makes a folder that holds everything r's folder must, and names it
+// in r's variable.
+func fill(t *testing.T, r Release) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, p := range r.Contains {
+		_ = os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(r.Env(), dir)
 }
