@@ -69,12 +69,15 @@ func Test10RancherWebhook(t *testing.T) {
 		t.Fatalf("rancher-webhook's ValidatingWebhookConfiguration has no rule for settings: %+v", vwc.Webhooks)
 	}
 
+	// What earlier cases set takes effect first (a triple saved in the
+	// dashboard waits for the settle time).
+	in.Calm(t, 20*time.Second, 3*time.Minute)
 	cur := in.SettingsTriple(t, "fleet-leader-election", election.FleetDefaults)
 	userValue := cur.RetryPeriod + time.Second
 	if err := cur.With(election.RetryPeriod, userValue).Validate(); err != nil {
 		t.Fatalf("the step's value: %v", err)
 	}
-	fleetTriple := func(want time.Duration) {
+	fleetTriple := func(t *testing.T, want time.Duration) {
 		t.Helper()
 		for _, d := range framework.FleetDeployments {
 			d := d
@@ -86,7 +89,7 @@ func Test10RancherWebhook(t *testing.T) {
 	}
 	// oneRolloutEach: each Fleet Deployment once, leasetune as many
 	// times as its chart's upgrades changed its pod template (settingsEnv).
-	oneRolloutEach := func(before map[string]int, leasetune int) {
+	oneRolloutEach := func(t *testing.T, before map[string]int, leasetune int) {
 		t.Helper()
 		want := map[string]int{}
 		for _, d := range framework.FleetDeployments {
@@ -97,7 +100,7 @@ func Test10RancherWebhook(t *testing.T) {
 		}
 		in.WantRollouts(t, before, want)
 	}
-	object := func() (value, source string) {
+	object := func(t *testing.T) (value, source string) {
 		u, err := in.Dyn.Resource(framework.SettingGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +109,7 @@ func Test10RancherWebhook(t *testing.T) {
 		s, _ := u.Object["source"].(string)
 		return v, s
 	}
-	stevePut := func(api *framework.RancherAPI, value string) (int, []byte) {
+	stevePut := func(t *testing.T, api *framework.RancherAPI, value string) (int, []byte) {
 		t.Helper()
 		code, body, err := api.Do(ctx, http.MethodGet, "/v1/management.cattle.io.settings/"+name, nil)
 		if err != nil || code != http.StatusOK {
@@ -132,19 +135,19 @@ func Test10RancherWebhook(t *testing.T) {
 	t.Run("steve-put-passes-both", func(t *testing.T) {
 		before := in.Rollouts(t)
 		mark, _ := in.Audit.Mark()
-		if code, body := stevePut(in.Admin, election.FormatDuration(userValue)); code != http.StatusOK {
+		if code, body := stevePut(t, in.Admin, election.FormatDuration(userValue)); code != http.StatusOK {
 			t.Fatalf("an admin's PUT of %s through steve: %d %s", userValue, code, body)
 		}
-		fleetTriple(userValue)
+		fleetTriple(t, userValue)
 		in.Calm(t, 20*time.Second, 3*time.Minute)
-		if v, s := object(); v != election.FormatDuration(userValue) || s != "" {
+		if v, s := object(t); v != election.FormatDuration(userValue) || s != "" {
 			t.Errorf("the Setting after the PUT: value %q source %q", v, s)
 		}
 		rs, _ := in.Audit.Since(mark)
 		if r := refusedUpdates(rs); len(r) > 0 {
 			t.Errorf("refused writes of settings: %v", r)
 		}
-		oneRolloutEach(before, 0)
+		oneRolloutEach(t, before, 0)
 	})
 
 	envValue := userValue + time.Second
@@ -153,16 +156,16 @@ func Test10RancherWebhook(t *testing.T) {
 		mark, _ := in.Audit.Mark()
 		upgradeLeasetune(t, "settingsEnv."+def.EnvVar()+"="+election.FormatDuration(envValue))
 		framework.Within(t, 2*time.Minute, "the Setting set from env", func() bool {
-			v, s := object()
+			v, s := object(t)
 			return v == election.FormatDuration(envValue) && s == "env"
-		}, func() string { v, s := object(); return fmt.Sprintf("value %q source %q", v, s) })
-		fleetTriple(envValue)
+		}, func() string { v, s := object(t); return fmt.Sprintf("value %q source %q", v, s) })
+		fleetTriple(t, envValue)
 		in.Calm(t, 20*time.Second, 3*time.Minute)
 		rs, _ := in.Audit.Since(mark)
 		if r := refusedUpdates(rs); len(r) > 0 {
 			t.Errorf("refused writes of settings: %v", r)
 		}
-		oneRolloutEach(before, 1)
+		oneRolloutEach(t, before, 1)
 	})
 
 	t.Run("users-refused-while-env-sets-it", func(t *testing.T) {
@@ -176,13 +179,13 @@ func Test10RancherWebhook(t *testing.T) {
 		if code < 400 || !strings.Contains(string(body), def.EnvVar()) {
 			t.Errorf("a PUT through /v3 of an env-set Setting: want a refusal naming %s, got %d %s", def.EnvVar(), code, body)
 		}
-		code, body = stevePut(in.Admin, other)
+		code, body = stevePut(t, in.Admin, other)
 		t.Logf("PUT through steve %s: %d %s", other, code, body)
 		if code < 400 || !strings.Contains(string(body), def.EnvVar()) {
 			t.Errorf("a PUT through steve of an env-set Setting: want a refusal naming %s, got %d %s", def.EnvVar(), code, body)
 		}
 		time.Sleep(15 * time.Second)
-		if v, s := object(); v != election.FormatDuration(envValue) || s != "env" {
+		if v, s := object(t); v != election.FormatDuration(envValue) || s != "env" {
 			t.Errorf("the refused PUTs changed the Setting: value %q source %q", v, s)
 		}
 		rs, _ := in.Audit.Since(mark)
@@ -204,10 +207,10 @@ func Test10RancherWebhook(t *testing.T) {
 			}
 		}
 		framework.Within(t, 2*time.Minute, "the user's value back, off source env", func() bool {
-			v, s := object()
+			v, s := object(t)
 			return v == election.FormatDuration(userValue) && s == ""
-		}, func() string { v, s := object(); return fmt.Sprintf("value %q source %q", v, s) })
-		fleetTriple(userValue)
+		}, func() string { v, s := object(t); return fmt.Sprintf("value %q source %q", v, s) })
+		fleetTriple(t, userValue)
 		in.Calm(t, 20*time.Second, 3*time.Minute)
 		rs, _ := in.Audit.Since(mark)
 		if r := refusedUpdates(rs); len(r) > 0 {
@@ -219,7 +222,7 @@ func Test10RancherWebhook(t *testing.T) {
 		if want := map[string]int{"delete " + name: 1, "create " + name: 1}; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("leasetune's Setting writes: %v, want %v (the object deleted and created again)", got, want)
 		}
-		oneRolloutEach(before, 1)
+		oneRolloutEach(t, before, 1)
 	})
 	in.NoCrashes(t)
 }
