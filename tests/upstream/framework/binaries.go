@@ -25,12 +25,6 @@ import (
 	"leasetune.io/leasetune/tests/upstream/releases"
 )
 
-// The Fleet releases the suite runs (package releases).
-var (
-	FleetV013 = releases.FleetV01314.Tag
-	FleetV014 = releases.FleetV01410.Tag
-)
-
 // Binaries are the upstream programs and the release trees their charts
 // come from.
 type Binaries struct {

@@ -34,9 +34,9 @@ type Options struct {
 	// Suite is the package's entry in package releases: the releases it
 	// runs. Main sets it, and Fleet and Rancher from it.
 	Suite releases.Suite
-	// Fleet is the Fleet release to run (FleetV013, FleetV014).
+	// Fleet is the tag of the Fleet release to run (the suite's).
 	Fleet string
-	// Rancher runs Rancher v2.12.12 and installs Fleet as Rancher installs
+	// Rancher runs the suite's Rancher and installs Fleet as Rancher installs
 	// it (bootstrap off; the local cluster comes from Rancher); without
 	// it Fleet runs standalone (its chart's defaults: bootstrap on).
 	Rancher bool
