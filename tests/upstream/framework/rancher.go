@@ -131,7 +131,7 @@ func RancherValues(dir, version string, s RancherServer, dashboard string) (stri
 }
 
 // RancherRunner runs the rancher container of Rancher's Deployment as the
-// Rancher server built from v2.12.12 with the chart's args, its ports
+// Rancher server built from the suite's tag with the chart's args, its ports
 // moved to s's loopback addresses (--http-listen-port, --https-listen-port,
 // and --profile-listen-address, 127.0.0.1:6060 by default; the chart's
 // container ports 80, 443 and 444, its internal listener at the HTTPS
