@@ -18,7 +18,9 @@ source "$root/scripts/lib/cache.sh"
 # The default is tools/controlplane (kube-apiserver v1.36). LEASETUNE_KUBE=1.28
 # builds tools/controlplane-1.28 instead (the oldest Kubernetes the chart
 # claims: `make test-smoke`), LEASETUNE_KUBE=1.32 tools/controlplane-1.32
-# (the suite beside the real Rancher v2.12.12: its chart wants < 1.34).
+# (the suite beside the real Rancher v2.12.12: its chart wants < 1.34),
+# LEASETUNE_KUBE=1.34 tools/controlplane-1.34 (the suites beside v2.13.8 and
+# v2.14.4).
 kube="${LEASETUNE_KUBE:-}"
 [[ "$kube" == 1.36 ]] && kube= # the default's own version names it too
 tools="$root/tools/controlplane${kube:+-$kube}"

@@ -253,8 +253,7 @@ func slashed(t election.Timings) string {
 // answers 403 with the Setting unchanged. Every request of the browser is
 // intercepted: no token minted, no proxy path, no header of the page's
 // own, no call of a leasetune API. Screenshots go to ui/test-output/browser
-// (LEASETUNE_UPDATE_SCREENSHOT=1 also copies the page's into docs/ for
-// docs/ui.md).
+// (docs/ui.md's is the real Rancher dashboard's: tests/upstream/rancher).
 func TestBrowser(t *testing.T) {
 	chromium, err := exec.Command("bash", filepath.Join(root, "scripts/chromium.sh")).Output()
 	if err != nil {
@@ -591,12 +590,6 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("screenshot %s: %v", shot, err)
 	}
 	t.Logf("screenshots in %s", out)
-	if os.Getenv("LEASETUNE_UPDATE_SCREENSHOT") == "1" {
-		data, _ := os.ReadFile(shot)
-		if err := os.WriteFile(filepath.Join(root, "docs/ui-leader-election.png"), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // planArgv is the argv of `leasetune plan --output json` on s's

@@ -190,12 +190,13 @@ func Start(opts Options) (_ *Installation, err error) {
 		// imperative-api-extension, port 6666, selecting Rancher's pods).
 		services[RancherNamespace+"/"+RancherDeployment] = RancherNamespace + "/" + RancherDeployment
 		services[RancherNamespace+"/imperative-api-extension"] = RancherNamespace + "/" + RancherDeployment
-		if in.RancherAtLeast("2.15.0") {
+		if in.RancherAtLeast("2.14.0") {
 			// Rancher's internal URL, which Fleet's local kubeconfig
-			// names, is this Service's address from v2.15 (rancher/rancher
-			// v2.15.0 chart/templates/service.yaml rancher-internal, port
-			// 443 to the container's 444; pkg/controllers/dashboard/
-			// apiservice/setting.go getClusterIP).
+			// names, is this Service's address from v2.14 (rancher/rancher
+			// v2.14.4 and v2.15.0 chart/templates/service.yaml
+			// rancher-internal, port 443 to the container's 444;
+			// pkg/controllers/dashboard/apiservice/setting.go getClusterIP;
+			// v2.13.8's names the rancher Service).
 			services[RancherNamespace+"/rancher-internal"] = RancherNamespace + "/" + RancherDeployment
 		}
 	}

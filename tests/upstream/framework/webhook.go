@@ -21,10 +21,15 @@ import (
 const WebhookDeployment = "rancher-webhook"
 
 // webhookChartVersions are the versions Rancher's system chart repository
-// gives each rancher-webhook tag's chart (rancher/rancher v2.15.0
-// build.yaml: webhookVersion 110.0.0+up0.11.0); the tag's own
-// Chart.yaml says 999 until its release build fills it.
-var webhookChartVersions = map[string]string{"v0.11.0": "110.0.0+up0.11.0"}
+// gives each rancher-webhook tag's chart (rancher/rancher build.yaml
+// webhookVersion: v2.13.8 108.0.7+up0.9.7, v2.14.4 109.0.5+up0.10.9,
+// v2.15.0 110.0.0+up0.11.0); the tag's own Chart.yaml says 999 until its
+// release build fills it.
+var webhookChartVersions = map[string]string{
+	"v0.9.7":  "108.0.7+up0.9.7",
+	"v0.10.9": "109.0.5+up0.10.9",
+	"v0.11.0": "110.0.0+up0.11.0",
+}
 
 // WebhookChart copies rancher-webhook's chart (charts/rancher-webhook of
 // its tree) into dir with the version Rancher's system charts give it,

@@ -21,6 +21,7 @@ import (
 	itfw "leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
 	"leasetune.io/leasetune/tests/upstream/framework"
+	"leasetune.io/leasetune/tests/upstream/releases"
 )
 
 // dashboardResult is what ui/test/browser/rancher.js saw.
@@ -136,6 +137,21 @@ func Test08Dashboard(t *testing.T) {
 	t.Logf("screenshots in %s; steps %v; heading %q; page banners %q, notes %q; in effect %q; clusters %q; client error %q; saved %q; server error %q",
 		out, r.Steps, r.Heading, r.Banners, r.Notes, r.InEffect, r.Clusters, r.ClientError, r.Saved, r.ServerError)
 	r.judge(t)
+	shot := filepath.Join(out, "leader-election.png")
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10000 {
+		t.Errorf("the page's screenshot %s: %v", shot, err)
+	} else {
+		t.Logf("the page in @rancher/shell %s beside Rancher %s: %s", in.Opts.Suite.Shell, in.RancherVersion(), shot)
+		newest, _ := releases.Newest(in.Opts.Suite.Package)
+		if os.Getenv("LEASETUNE_UPDATE_SCREENSHOT") == "1" && newest.Name == in.Opts.Suite.Name {
+			// docs/ui.md shows the page as users of the newest Rancher see it.
+			root, _ := itfw.RepoRoot()
+			data, _ := os.ReadFile(shot)
+			if err := os.WriteFile(filepath.Join(root, "docs/ui-leader-election.png"), data, 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	}
 	t.Run("the-dashboard-loads-the-extension", func(t *testing.T) {
 		for _, s := range []string{"logged in", "saw Leader election in Global Settings", "opened the page"} {
 			if !contains(r.Steps, s) {

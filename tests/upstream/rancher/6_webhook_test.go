@@ -69,6 +69,11 @@ func Test10RancherWebhook(t *testing.T) {
 		t.Fatalf("rancher-webhook's ValidatingWebhookConfiguration has no rule for settings: %+v", vwc.Webhooks)
 	}
 
+	// A write rancher-webhook alone refuses shows it serving: its rule's
+	// failurePolicy Ignore would let every write through unjudged were it
+	// down. Each step starts with it.
+	rancherWebhookJudges(t)
+
 	// What earlier cases set takes effect first (a triple saved in the
 	// dashboard waits for the settle time).
 	in.Calm(t, 20*time.Second, 3*time.Minute)
@@ -133,6 +138,7 @@ func Test10RancherWebhook(t *testing.T) {
 	}
 
 	t.Run("steve-put-passes-both", func(t *testing.T) {
+		rancherWebhookJudges(t)
 		before := in.Rollouts(t)
 		mark, _ := in.Audit.Mark()
 		if code, body := stevePut(t, in.Admin, election.FormatDuration(userValue)); code != http.StatusOK {
@@ -152,6 +158,7 @@ func Test10RancherWebhook(t *testing.T) {
 
 	envValue := userValue + time.Second
 	t.Run("env-sets-the-setting", func(t *testing.T) {
+		rancherWebhookJudges(t)
 		before := in.Rollouts(t)
 		mark, _ := in.Audit.Mark()
 		upgradeLeasetune(t, "settingsEnv."+def.EnvVar()+"="+election.FormatDuration(envValue))
@@ -169,6 +176,7 @@ func Test10RancherWebhook(t *testing.T) {
 	})
 
 	t.Run("users-refused-while-env-sets-it", func(t *testing.T) {
+		rancherWebhookJudges(t)
 		mark, _ := in.Audit.Mark()
 		other := election.FormatDuration(envValue + time.Second)
 		code, body, err := in.Admin.Do(ctx, http.MethodPut, "/v3/settings/"+name, map[string]string{"value": other})
@@ -193,6 +201,7 @@ func Test10RancherWebhook(t *testing.T) {
 	})
 
 	t.Run("env-removed-gives-the-users-value-back", func(t *testing.T) {
+		rancherWebhookJudges(t)
 		before := in.Rollouts(t)
 		mark, _ := in.Audit.Mark()
 		// As docs/install.md says: the release's values without the
@@ -225,6 +234,33 @@ func Test10RancherWebhook(t *testing.T) {
 		oneRolloutEach(t, before, 1)
 	})
 	in.NoCrashes(t)
+}
+
+// rancherWebhookJudges writes a value of user-retention-cron that every
+// rancher-webhook since v0.9 refuses and leasetune leaves alone (rancher/webhook
+// v0.9.7 and v0.11.0 pkg/resources/management.cattle.io/v3/setting/validator.go
+// validateUserRetentionCron: cron.ParseStandard), and wants the refusal from
+// rancher-webhook. A write that passes is put back before the test fails.
+func rancherWebhookJudges(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	const probe, bad = "user-retention-cron", "leasetune probe: not a cron spec"
+	u, err := in.Dyn.Resource(framework.SettingGVR).Get(ctx, probe, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("rancher-webhook's probe: %v", err)
+	}
+	old := u.DeepCopy()
+	u.Object["value"] = bad
+	_, err = in.Dyn.Resource(framework.SettingGVR).Update(ctx, u, metav1.UpdateOptions{})
+	if err == nil {
+		if _, rerr := in.Dyn.Resource(framework.SettingGVR).Update(ctx, old, metav1.UpdateOptions{}); rerr != nil {
+			t.Errorf("putting %s back: %v", probe, rerr)
+		}
+		t.Fatalf("rancher-webhook did not judge an update of Setting %s to %q: is it serving?", probe, bad)
+	}
+	if msg := err.Error(); !strings.Contains(msg, `admission webhook "rancher.cattle.io.`) || !strings.Contains(msg, bad) {
+		t.Fatalf("an update of Setting %s to %q: want rancher-webhook's refusal, got %v", probe, bad, err)
+	}
 }
 
 // upgradeLeasetuneWithout runs helm upgrade of leasetune's release with

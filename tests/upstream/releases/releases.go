@@ -72,18 +72,23 @@ func Webhook(tag string) Release {
 	return Release{Repo: "rancher/webhook", Tag: tag, Contains: []string{"bin/webhook", "charts/rancher-webhook/Chart.yaml"}}
 }
 
-// The releases the suite runs. Rancher v2.12.12 ships Fleet v0.13.14
-// (rancher/rancher v2.12.12 build.yaml, fleetVersion 107.0.14+up0.13.14);
-// v0.14.10 is the newest Fleet v0.14. Rancher v2.15.0 ships Fleet v0.16.0
-// and rancher-webhook v0.11.0 (v2.15.0 build.yaml: fleetVersion
-// 110.0.0+up0.16.0, webhookVersion 110.0.0+up0.11.0); v0.16.1 is the
-// newest Fleet v0.16.
+// The releases the suite runs, with what each Rancher ships
+// (rancher/rancher build.yaml at its tag, fleetVersion and webhookVersion):
+// v2.12.12 Fleet v0.13.14; v2.13.8 Fleet v0.14.9 and rancher-webhook
+// v0.9.7; v2.14.4 Fleet v0.15.5 and rancher-webhook v0.10.9; v2.15.0 Fleet
+// v0.16.0 and rancher-webhook v0.11.0. Where a newer patch of that Fleet
+// line exists, the suite runs it (v0.14.10, v0.15.6, v0.16.1).
 var (
 	RancherV21212 = Rancher("v2.12.12")
+	RancherV2138  = Rancher("v2.13.8")
+	RancherV2144  = Rancher("v2.14.4")
 	RancherV2150  = Rancher("v2.15.0")
 	FleetV01314   = Fleet("v0.13.14")
 	FleetV01410   = Fleet("v0.14.10")
+	FleetV0156    = Fleet("v0.15.6")
 	FleetV0161    = Fleet("v0.16.1")
+	WebhookV097   = Webhook("v0.9.7")
+	WebhookV0109  = Webhook("v0.10.9")
 	WebhookV0110  = Webhook("v0.11.0")
 )
 
@@ -150,16 +155,20 @@ var rancherCases = []string{
 
 // Suites are the installations of tests/upstream. Dashboards
 // (rancher/dashboard shell/package.json at the Rancher tag): v2.12.12 is
-// @rancher/shell 3.0.5, v2.15.0 3.0.12 (Node >= 24), which npm does not
-// serve: 3.0.13 is the nearest.
-// Kubernetes: Rancher v2.12.12's chart wants < 1.34 (chart/Chart.yaml
-// kubeVersion), v2.15.0's < 1.37; Fleet v0.16's >= 1.34
-// (charts/fleet/Chart.yaml catalog.cattle.io/kube-version
-// '>= 1.34.0-0 < 1.37.0-0').
+// @rancher/shell 3.0.5, v2.13.8 3.0.8, v2.14.4 3.0.9, v2.15.0 3.0.12
+// (Node >= 24); npm serves neither 3.0.9 nor 3.0.12: 3.0.10 and 3.0.13
+// are the nearest.
+// Kubernetes: Rancher's chart/Chart.yaml kubeVersion wants < 1.34
+// (v2.12.12), < 1.35 (v2.13.8), < 1.36 (v2.14.4), < 1.37 (v2.15.0);
+// Fleet's charts/fleet/Chart.yaml catalog.cattle.io/kube-version
+// >= 1.32 (v0.14), >= 1.33 (v0.15), >= 1.34 (v0.16). 1.34 fits v2.13 and
+// v2.14 both.
 var Suites = []Suite{
 	{Name: "fleet-v0.14.10", Package: "tests/upstream/fleet", Fleet: FleetV01410, Cases: []string{"TestRealFleet"}, Kube: "1.32"},
 	{Name: "fleet-v0.16.1", Package: "tests/upstream/fleet016", Fleet: FleetV0161, Cases: []string{"TestRealFleet", "TestAgentDuplicateName"}, Kube: "1.36"},
 	{Name: "rancher-v2.12.12", Package: "tests/upstream/rancher", Rancher: &RancherV21212, Fleet: FleetV01314, Cases: rancherCases, Kube: "1.32", Shell: "3.0.5"},
+	{Name: "rancher-v2.13.8", Package: "tests/upstream/rancher", Rancher: &RancherV2138, Fleet: FleetV01410, Webhook: &WebhookV097, Cases: rancherCases, Kube: "1.34", Shell: "3.0.8"},
+	{Name: "rancher-v2.14.4", Package: "tests/upstream/rancher", Rancher: &RancherV2144, Fleet: FleetV0156, Webhook: &WebhookV0109, Cases: rancherCases, Kube: "1.34", Shell: "3.0.10"},
 	{Name: "rancher-v2.15.0", Package: "tests/upstream/rancher", Rancher: &RancherV2150, Fleet: FleetV0161, Webhook: &WebhookV0110, Cases: rancherCases, Kube: "1.36", Shell: "3.0.13"},
 }
 
@@ -186,4 +195,17 @@ func Of(pkg, name string) (Suite, bool) {
 		}
 	}
 	return of[0], true
+}
+
+// Newest is the last suite of package pkg: its newest Rancher or Fleet
+// (Suites lists each package's oldest first).
+func Newest(pkg string) (Suite, bool) {
+	var last Suite
+	found := false
+	for _, s := range Suites {
+		if s.Package == pkg {
+			last, found = s, true
+		}
+	}
+	return last, found
 }

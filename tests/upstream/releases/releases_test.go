@@ -158,6 +158,31 @@ func TestOf(t *testing.T) {
 	if _, ok := Of("tests/upstream/rancher", "rancher-v9"); ok {
 		t.Error("an unknown name found a suite")
 	}
+	if s, ok := Newest("tests/upstream/rancher"); !ok || s.Name != "rancher-v2.15.0" {
+		t.Errorf("the newest Rancher suite: %v %v", s.Name, ok)
+	}
+	if _, ok := Newest("tests/upstream/none"); ok {
+		t.Error("a package without suites has a newest")
+	}
+}
+
+// TestShellsAndKube: each Rancher suite's dashboard folder exists, and its
+// control plane is one scripts/controlplane.sh builds.
+func TestShellsAndKube(t *testing.T) {
+	for _, s := range Suites {
+		if s.Rancher != nil {
+			if _, err := os.Stat(filepath.Join("..", "dashboard", "shell-"+s.Shell, "package-lock.json")); err != nil {
+				t.Errorf("suite %s: dashboard of @rancher/shell %q: %v", s.Name, s.Shell, err)
+			}
+		}
+		tools := "controlplane-" + s.Kube
+		if s.Kube == "1.36" {
+			tools = "controlplane"
+		}
+		if _, err := os.Stat(filepath.Join("..", "..", "..", "tools", tools, "go.mod")); err != nil {
+			t.Errorf("suite %s: Kubernetes %s: %v", s.Name, s.Kube, err)
+		}
+	}
 }
 
 // fill makes a folder that holds everything r's folder must, and names it
