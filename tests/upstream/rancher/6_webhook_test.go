@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -105,8 +106,13 @@ func Test10RancherWebhook(t *testing.T) {
 		}
 		in.WantRollouts(t, before, want)
 	}
+	// object is the Setting's value and source; "(absent)" between
+	// leasetune's delete and create of it.
 	object := func(t *testing.T) (value, source string) {
 		u, err := in.Dyn.Resource(framework.SettingGVR).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return "", "(absent)"
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
