@@ -209,7 +209,7 @@ func (c *clusters) standalone(name string, ann map[string]string, e []interface{
 func (c *clusters) provisioned(name string, ann map[string]string, e, fleetEnv []interface{}) *clusters {
 	mgmt := "c-m-" + name
 	fc := clusterObject("fleet", workspace, name, nil, fleetEnv)
-	fc.SetLabels(map[string]string{agentenv.MgmtNameLabel: mgmt})
+	fc.SetLabels(map[string]string{rancher.ClusterNameLabel: mgmt})
 	pc := clusterObject("provisioning", workspace, name, ann, e)
 	_ = unstructured.SetNestedField(pc.Object, mgmt, "status", "clusterName")
 	_ = unstructured.SetNestedField(pc.Object, map[string]interface{}{}, "spec", "rkeConfig")
@@ -225,7 +225,7 @@ func (c *clusters) provisioned(name string, ann map[string]string, e, fleetEnv [
 func (c *clusters) imported(name string, ann map[string]string, e, fleetEnv []interface{}) *clusters {
 	mgmt := "c-m-" + name
 	fc := clusterObject("fleet", workspace, name, nil, fleetEnv)
-	fc.SetLabels(map[string]string{agentenv.MgmtNameLabel: mgmt})
+	fc.SetLabels(map[string]string{rancher.ClusterNameLabel: mgmt})
 	pc := clusterObject("provisioning", workspace, name, ann, e)
 	_ = unstructured.SetNestedField(pc.Object, mgmt, "status", "clusterName")
 	c.fleets, c.provs = append(c.fleets, fc), append(c.provs, pc)
@@ -246,7 +246,7 @@ func (c *clusters) importedDriver(name, driver string, ann map[string]string, e,
 // Cluster (they do not apply).
 func (c *clusters) legacy(mgmt string, ann map[string]string, e []interface{}, fleetAnn map[string]string) *clusters {
 	fc := clusterObject("fleet", workspace, mgmt, fleetAnn, nil)
-	fc.SetLabels(map[string]string{agentenv.MgmtNameLabel: mgmt})
+	fc.SetLabels(map[string]string{rancher.ClusterNameLabel: mgmt})
 	c.fleets = append(c.fleets, fc)
 	c.mgmts = append(c.mgmts, clusterObject("management", "", mgmt, ann, e))
 	return c
@@ -256,7 +256,7 @@ func (c *clusters) legacy(mgmt string, ann map[string]string, e []interface{}, f
 // (yet), with Rancher's copy of entries fleetEnv.
 func (c *clusters) unroutable(name string, fleetEnv []interface{}) *clusters {
 	fc := clusterObject("fleet", workspace, name, nil, fleetEnv)
-	fc.SetLabels(map[string]string{agentenv.MgmtNameLabel: "c-m-" + name})
+	fc.SetLabels(map[string]string{rancher.ClusterNameLabel: "c-m-" + name})
 	c.fleets = append(c.fleets, fc)
 	return c
 }

@@ -252,12 +252,12 @@ func overrideHint(checked election.Timings, set [3]bool) string {
 // provisioningv2/cluster/controller.go, createNewCluster), and refusing
 // Rancher's write would make its handler retry without end.
 func overrideReaches(group string, u *unstructured.Unstructured, ch fleet.AgentChannel) error {
-	if group == agentenv.ManagementClusterGVR.Group && !rancher.IsLegacyName(u.GetName()) {
+	if group == rancher.ManagementClusterGVR.Group && !rancher.IsLegacyName(u.GetName()) {
 		return nil
 	}
-	standalone := group == agentenv.FleetClusterGVR.Group
+	standalone := group == fleet.ClusterGVR.Group
 	if standalone {
-		_, managed := u.GetLabels()[agentenv.MgmtNameLabel]
+		_, managed := u.GetLabels()[rancher.ClusterNameLabel]
 		standalone = !managed
 	}
 	switch {

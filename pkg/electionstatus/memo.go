@@ -167,7 +167,7 @@ func deriveOutcome(c *inventory.Cluster, agent settings.ComponentStatus, ch flee
 	facts := agentenv.FactsOf(rt.Target)
 	g := Group{RancherManaged: rt.RancherManaged, Provisioned: rt.Provisioned, Replans: rt.Replans, ClusterAgentReads: rt.ClusterAgentReads,
 		Entries: envVarsOf(facts.Entries), Record: facts.Record, Malformed: facts.Malformed, Overrides: overridesOf(facts)}
-	if rt.TargetRef.GVR != agentenv.FleetClusterGVR {
+	if rt.TargetRef.GVR != fleet.ClusterGVR {
 		g.FleetEntries = envVarsOf(agentenv.ClusterEnvOf(c.Fleet).Env)
 	}
 	key, _ := json.Marshal(g)

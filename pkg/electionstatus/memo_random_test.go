@@ -98,7 +98,7 @@ type world struct {
 func randomFleet(r *rand.Rand, ns, name string) *unstructured.Unstructured {
 	var labels map[string]string
 	if r.Intn(2) == 0 {
-		labels = map[string]string{agentenv.MgmtNameLabel: pick(r, "c-m-1", "c-m-2", "c-abcde", "local")}
+		labels = map[string]string{rancher.ClusterNameLabel: pick(r, "c-m-1", "c-m-2", "c-abcde", "local")}
 	}
 	u := fleetCluster(ns, name, labels, nil)
 	randomEnvAndAnnotations(r, &u)
@@ -239,7 +239,7 @@ func TestMemoRandomSequences(t *testing.T) {
 // apart.
 func TestMemoTargetSwitchWithEqualResourceVersions(t *testing.T) {
 	snap, triples := installation()
-	fc := fleetCluster("fleet-default", "imp", map[string]string{agentenv.MgmtNameLabel: "c-m-1"}, nil)
+	fc := fleetCluster("fleet-default", "imp", map[string]string{rancher.ClusterNameLabel: "c-m-1"}, nil)
 	prov := unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "provisioning.cattle.io/v1", "kind": "Cluster",
 		"metadata": map[string]interface{}{"name": "imp", "namespace": "fleet-default",
 			"annotations": map[string]interface{}{agentenv.RetryPeriodAnnotation: "5s"}},
@@ -307,7 +307,7 @@ func TestMemoStatusIsNotShared(t *testing.T) {
 // cluster's entries (Agents.UnroutableEntries).
 func TestMemoUnroutableEntriesNotShared(t *testing.T) {
 	snap, triples := installation()
-	fc := fleetCluster("fleet-default", "lost", map[string]string{agentenv.MgmtNameLabel: "c-m-9"}, nil, e("CATTLE_ELECTION_RETRY_PERIOD", "3s"))
+	fc := fleetCluster("fleet-default", "lost", map[string]string{rancher.ClusterNameLabel: "c-m-9"}, nil, e("CATTLE_ELECTION_RETRY_PERIOD", "3s"))
 	snap.FleetClusters = append(snap.FleetClusters, fc)
 	withVersions(snap)
 	memo := NewMemo()

@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -33,7 +33,7 @@ func TestComputeWhatAPlanNeeds(t *testing.T) {
 				map[string]interface{}{"name": "CATTLE_ELECTION_RETRY_PERIOD", "value": retry}}}}}
 		u.SetNamespace("fleet-default")
 		u.SetName(name)
-		u.SetLabels(map[string]string{agentenv.MgmtNameLabel: "c-m-" + name})
+		u.SetLabels(map[string]string{rancher.ClusterNameLabel: "c-m-" + name})
 		return u
 	}
 	snap := &inventory.Snapshot{Options: inventory.Options{Namespace: "leasetune-system", FleetNamespace: "cattle-fleet-system", RancherNamespace: "cattle-system"},

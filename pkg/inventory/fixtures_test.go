@@ -11,9 +11,9 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -54,9 +54,9 @@ func cluster(gvr schema.GroupVersionResource, namespace, name, mgmt string) *uns
 	u.SetName(name)
 	switch {
 	case mgmt == "":
-	case gvr == agentenv.FleetClusterGVR:
-		u.SetLabels(map[string]string{agentenv.MgmtNameLabel: mgmt})
-	case gvr == agentenv.ProvisioningClusterGVR:
+	case gvr == fleet.ClusterGVR:
+		u.SetLabels(map[string]string{rancher.ClusterNameLabel: mgmt})
+	case gvr == rancher.ProvisioningClusterGVR:
 		_ = unstructured.SetNestedField(u.Object, mgmt, "status", "clusterName")
 		_ = unstructured.SetNestedField(u.Object, map[string]interface{}{}, "spec", "rkeConfig")
 	}
@@ -86,11 +86,11 @@ func installation() (kube, dyn []runtime.Object) {
 		setting("fleet-agent-leader-election-retry-period", "20s"),
 		setting("fleet-agent-leader-election-lease-duration", "60s"),
 		setting("server-url", "https://rancher.example"),
-		cluster(agentenv.FleetClusterGVR, workspace, "edge-1", ""),
-		cluster(agentenv.FleetClusterGVR, workspace, "rke2-1", "c-m-rke2"),
-		cluster(agentenv.FleetClusterGVR, workspace, "gone-1", "c-m-gone"),
-		cluster(agentenv.ProvisioningClusterGVR, workspace, "rke2-1", "c-m-rke2"),
-		cluster(agentenv.ManagementClusterGVR, "", "c-m-rke2", ""),
+		cluster(fleet.ClusterGVR, workspace, "edge-1", ""),
+		cluster(fleet.ClusterGVR, workspace, "rke2-1", "c-m-rke2"),
+		cluster(fleet.ClusterGVR, workspace, "gone-1", "c-m-gone"),
+		cluster(rancher.ProvisioningClusterGVR, workspace, "rke2-1", "c-m-rke2"),
+		cluster(rancher.ManagementClusterGVR, "", "c-m-rke2", ""),
 	}
 	return kube, dyn
 }
@@ -102,8 +102,8 @@ type fakes struct {
 }
 
 func newFakes(kube, dyn []runtime.Object) fakes {
-	kinds := map[schema.GroupVersionResource]string{SettingsGVR: "SettingList", agentenv.FleetClusterGVR: "ClusterList",
-		agentenv.ProvisioningClusterGVR: "ClusterList", agentenv.ManagementClusterGVR: "ClusterList"}
+	kinds := map[schema.GroupVersionResource]string{SettingsGVR: "SettingList", fleet.ClusterGVR: "ClusterList",
+		rancher.ProvisioningClusterGVR: "ClusterList", rancher.ManagementClusterGVR: "ClusterList"}
 	return fakes{cs: k8sfake.NewSimpleClientset(kube...), dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds, dyn...)}
 }
 

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
@@ -179,7 +178,7 @@ func (r *reader) list(p Part, gvr schema.GroupVersionResource, opts metav1.ListO
 
 func (r *reader) clusters() error {
 	lists := []*[]unstructured.Unstructured{&r.snap.FleetClusters, &r.snap.ProvisioningClusters, &r.snap.ManagementClusters}
-	for i, gvr := range []schema.GroupVersionResource{agentenv.FleetClusterGVR, agentenv.ProvisioningClusterGVR, agentenv.ManagementClusterGVR} {
+	for i, gvr := range []schema.GroupVersionResource{fleet.ClusterGVR, rancher.ProvisioningClusterGVR, rancher.ManagementClusterGVR} {
 		l, found, err := r.list(Clusters, gvr, metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -202,7 +201,7 @@ func (r *reader) clusterCount() error {
 	if r.snap.Options.Parts&Clusters != 0 {
 		return nil // counted from the list
 	}
-	l, found, err := r.list(ClusterCount, agentenv.FleetClusterGVR, metav1.ListOptions{Limit: 1})
+	l, found, err := r.list(ClusterCount, fleet.ClusterGVR, metav1.ListOptions{Limit: 1})
 	switch {
 	case err != nil || l == nil:
 		return err
@@ -217,7 +216,7 @@ func (r *reader) clusterCount() error {
 		return nil
 	}
 	// A server that gives no count: list them all.
-	all, _, err := r.list(ClusterCount, agentenv.FleetClusterGVR, metav1.ListOptions{})
+	all, _, err := r.list(ClusterCount, fleet.ClusterGVR, metav1.ListOptions{})
 	if err != nil || all == nil {
 		return err
 	}

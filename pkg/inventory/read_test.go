@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -288,10 +287,10 @@ func TestReadRejectsASettingThatDoesNotConvert(t *testing.T) {
 func TestReadCountsWithoutListingAll(t *testing.T) {
 	page := func(remaining *int64, cont string) func(k8stesting.Action) (bool, runtime.Object, error) {
 		return func(a k8stesting.Action) (bool, runtime.Object, error) {
-			if a.GetResource() != agentenv.FleetClusterGVR {
+			if a.GetResource() != fleet.ClusterGVR {
 				return false, nil, nil
 			}
-			out := &unstructured.UnstructuredList{Items: []unstructured.Unstructured{*cluster(agentenv.FleetClusterGVR, workspace, "a", "")}}
+			out := &unstructured.UnstructuredList{Items: []unstructured.Unstructured{*cluster(fleet.ClusterGVR, workspace, "a", "")}}
 			out.SetRemainingItemCount(remaining)
 			out.SetContinue(cont)
 			return true, out, nil

@@ -90,7 +90,7 @@ func Route(fleets, provs, mgmts []unstructured.Unstructured, rv rancher.Version)
 	out := make([]Cluster, 0, len(fleets))
 	for i := range fleets {
 		fc := &fleets[i]
-		name := fc.GetLabels()[agentenv.MgmtNameLabel]
+		name := fc.GetLabels()[rancher.ClusterNameLabel]
 		rt, err := agentenv.Route(fc, provBy[name], mgmtBy[name], rv)
 		out = append(out, Cluster{Fleet: fc, Routing: rt, Err: err})
 	}

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -51,16 +50,16 @@ func TestChannel(t *testing.T) {
 // imported cluster's source follows the Rancher version; a missing source
 // is the cluster's own error.
 func TestRoute(t *testing.T) {
-	imported := cluster(agentenv.ProvisioningClusterGVR, workspace, "imp-1", "c-m-imp")
+	imported := cluster(rancher.ProvisioningClusterGVR, workspace, "imp-1", "c-m-imp")
 	unstructured.RemoveNestedField(imported.Object, "spec", "rkeConfig")
 	fleets := []unstructured.Unstructured{
-		*cluster(agentenv.FleetClusterGVR, workspace, "edge-1", ""),
-		*cluster(agentenv.FleetClusterGVR, workspace, "rke2-1", "c-m-rke2"),
-		*cluster(agentenv.FleetClusterGVR, workspace, "imp-1", "c-m-imp"),
-		*cluster(agentenv.FleetClusterGVR, workspace, "local", "local"),
+		*cluster(fleet.ClusterGVR, workspace, "edge-1", ""),
+		*cluster(fleet.ClusterGVR, workspace, "rke2-1", "c-m-rke2"),
+		*cluster(fleet.ClusterGVR, workspace, "imp-1", "c-m-imp"),
+		*cluster(fleet.ClusterGVR, workspace, "local", "local"),
 	}
-	provs := []unstructured.Unstructured{*cluster(agentenv.ProvisioningClusterGVR, workspace, "rke2-1", "c-m-rke2"), *imported}
-	mgmts := []unstructured.Unstructured{*cluster(agentenv.ManagementClusterGVR, "", "c-m-rke2", ""), *cluster(agentenv.ManagementClusterGVR, "", "c-m-imp", "")}
+	provs := []unstructured.Unstructured{*cluster(rancher.ProvisioningClusterGVR, workspace, "rke2-1", "c-m-rke2"), *imported}
+	mgmts := []unstructured.Unstructured{*cluster(rancher.ManagementClusterGVR, "", "c-m-rke2", ""), *cluster(rancher.ManagementClusterGVR, "", "c-m-imp", "")}
 	v210, _ := rancher.Parse("v2.10.5")
 	v211, _ := rancher.Parse("v2.11.3")
 	for _, tc := range []struct {

@@ -40,6 +40,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/crds"
 	"leasetune.io/leasetune/pkg/electionstatus"
+	"leasetune.io/leasetune/pkg/fleet"
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
 	mgmtv3 "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/inventory"
@@ -172,19 +173,19 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 	ready.Store(true)
 
 	// agentenv needs the fleet Cluster kind; wait for Fleet's CRDs.
-	var rancher bool
+	var isRancher bool
 	err = wait.PollUntilContextCancel(ctx, 30*time.Second, true, func(context.Context) (bool, error) {
-		if !served(dc, agentenv.FleetClusterGVR) {
+		if !served(dc, fleet.ClusterGVR) {
 			log.Info("waiting for the clusters.fleet.cattle.io CRD")
 			return false, nil
 		}
-		rancher = served(dc, agentenv.ProvisioningClusterGVR) && served(dc, agentenv.ManagementClusterGVR)
+		isRancher = served(dc, rancher.ProvisioningClusterGVR) && served(dc, rancher.ManagementClusterGVR)
 		return true, nil
 	})
 	if err != nil {
 		return nil // ctx ended
 	}
-	log.Info("agentenv starting", "rancher", rancher)
+	log.Info("agentenv starting", "rancher", isRancher)
 	var shared cache.SharedIndexInformer
 	if ix != nil {
 		shared = ix.Informer()
@@ -198,7 +199,7 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 	// rancherenv's informer of that Deployment (one watch by name), started
 	// here when rancherenv is off.
 	var rancherDeps cache.SharedIndexInformer
-	if rancher || cfg.RancherEnv {
+	if isRancher || cfg.RancherEnv {
 		rancherDeps = rf.Apps().V1().Deployment().Informer()
 		if err := startFactory(ctx, rf.Start); err != nil {
 			if ctx.Err() != nil {
@@ -209,7 +210,7 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 	}
 	ac := agentenv.New(agentenv.Options{ //nolint:contextcheck // client-go v0.28 list-watch functions take no context; Run stops the informers with ctx
 		Fleet: shared, Patcher: agentenv.RawPatcher{REST: stream}, Stream: stream, RancherDeployments: rancherDeps,
-		Client: dynamic.NewForConfigOrDie(rc), Rancher: rancher, Triples: provider, Channels: fs,
+		Client: dynamic.NewForConfigOrDie(rc), Rancher: isRancher, Triples: provider, Channels: fs,
 		RancherNamespace: cfg.RancherNamespace, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
 		Recorder: recorder, Log: log, Workers: cfg.Workers, ClustersPerMinute: cfg.AgentRolloutPerMinute,
 	})

@@ -23,7 +23,7 @@ type AgentJudge func(ctx context.Context, cur, next election.Timings, ch fleet.A
 // leader; nil without the fleet Cluster kind. Errors: rc is a config no
 // REST client can be made of.
 func startIndex(ctx context.Context, rc *rest.Config, cs kubernetes.Interface) (*agentenv.Index, error) {
-	if !served(cs.Discovery(), agentenv.FleetClusterGVR) {
+	if !served(cs.Discovery(), fleet.ClusterGVR) {
 		return nil, nil
 	}
 	stream, err := agentenv.NewRESTClient(rc)

@@ -19,6 +19,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fieldmanager"
+	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -40,12 +41,12 @@ func (o clusterObject) ref() agentenv.Ref {
 // restarts says what a change of this object's agent env redeploys.
 func (o clusterObject) restarts() string {
 	switch o.gvr {
-	case agentenv.ProvisioningClusterGVR:
+	case rancher.ProvisioningClusterGVR:
 		if v, found, _ := unstructured.NestedFieldNoCopy(o.obj.Object, "spec", "rkeConfig"); found && v != nil {
 			return "fleet-agent, cattle-cluster-agent and the system agent on every node"
 		}
 		return "fleet-agent and cattle-cluster-agent"
-	case agentenv.ManagementClusterGVR:
+	case rancher.ManagementClusterGVR:
 		if agentenv.ManagementReplans(o.obj, o.rv) {
 			return "fleet-agent, cattle-cluster-agent and the system agent on every node"
 		}
@@ -62,9 +63,9 @@ func clusterObjects(snap *inventory.Snapshot) []clusterObject {
 		gvr   schema.GroupVersionResource
 		items []unstructured.Unstructured
 	}{
-		{agentenv.FleetClusterGVR, snap.FleetClusters},
-		{agentenv.ProvisioningClusterGVR, snap.ProvisioningClusters},
-		{agentenv.ManagementClusterGVR, snap.ManagementClusters},
+		{fleet.ClusterGVR, snap.FleetClusters},
+		{rancher.ProvisioningClusterGVR, snap.ProvisioningClusters},
+		{rancher.ManagementClusterGVR, snap.ManagementClusters},
 	} {
 		for i := range l.items {
 			out = append(out, clusterObject{gvr: l.gvr, obj: &l.items[i], rv: snap.RancherVersion})

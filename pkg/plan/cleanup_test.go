@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
 )
 
@@ -32,7 +33,7 @@ func fleetCluster(name string, ann map[string]string, env ...string) clusterObje
 	if l != nil {
 		_ = unstructured.SetNestedSlice(u.Object, l, "spec", "agentEnvVars")
 	}
-	return clusterObject{gvr: agentenv.FleetClusterGVR, obj: u}
+	return clusterObject{gvr: fleet.ClusterGVR, obj: u}
 }
 
 // TestCleanupPrintNamesOnlyWhatIsThere: the listing names only the
@@ -107,7 +108,7 @@ func TestCleanupRestartsOfAManagementCluster(t *testing.T) {
 		{v("v2.15.0"), map[string]string{rancher.OperationsEnabledAnnotation: "false"}, "fleet-agent and cattle-cluster-agent"},
 		{v("v2.14.4"), nil, "fleet-agent and cattle-cluster-agent"},
 	} {
-		o := clusterObject{gvr: agentenv.ManagementClusterGVR, obj: mgmt(c.ann), rv: c.rv}
+		o := clusterObject{gvr: rancher.ManagementClusterGVR, obj: mgmt(c.ann), rv: c.rv}
 		if got := o.restarts(); got != c.want {
 			t.Errorf("%s %v: %q, want %q", c.rv, c.ann, got, c.want)
 		}

@@ -22,6 +22,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fieldmanager"
+	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
@@ -154,19 +155,19 @@ func New(opts Options) *Controller {
 	}
 	c.fleet = opts.Fleet
 	if c.fleet == nil {
-		c.fleet = NewSlimInformer(opts.Client, opts.Stream, FleetClusterGVR, FleetIndexers())
+		c.fleet = NewSlimInformer(opts.Client, opts.Stream, fleet.ClusterGVR, FleetIndexers())
 		c.own = append(c.own, c.fleet)
 	}
 	c.handle(c.fleet, c.fleetHandler(), opts.Fleet != nil)
 	if opts.Rancher {
-		c.prov = NewSlimInformer(opts.Client, opts.Stream, ProvisioningClusterGVR, cache.Indexers{byClusterName: func(obj interface{}) ([]string, error) {
-			if n := provClusterName(obj.(*unstructured.Unstructured)); n != "" {
+		c.prov = NewSlimInformer(opts.Client, opts.Stream, rancher.ProvisioningClusterGVR, cache.Indexers{byClusterName: func(obj interface{}) ([]string, error) {
+			if n := rancher.ManagementNameOf(obj.(*unstructured.Unstructured)); n != "" {
 				return []string{n}, nil
 			}
 			return nil, nil
 		}})
-		c.handle(c.prov, c.relatedHandler(provClusterName), false)
-		c.mgmt = NewSlimInformer(opts.Client, opts.Stream, ManagementClusterGVR, cache.Indexers{})
+		c.handle(c.prov, c.relatedHandler(rancher.ManagementNameOf), false)
+		c.mgmt = NewSlimInformer(opts.Client, opts.Stream, rancher.ManagementClusterGVR, cache.Indexers{})
 		c.handle(c.mgmt, c.relatedHandler(func(u *unstructured.Unstructured) string { return u.GetName() }), false)
 		c.own = append(c.own, c.prov, c.mgmt)
 		c.rancherV = opts.RancherVersion

@@ -21,6 +21,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -55,7 +56,7 @@ func newFixture(t *testing.T, triple election.Timings, ch fleet.AgentChannel, ob
 	t.Helper()
 	scheme := runtime.NewScheme()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
-		FleetClusterGVR: "ClusterList", ProvisioningClusterGVR: "ClusterList", ManagementClusterGVR: "ClusterList"})
+		fleet.ClusterGVR: "ClusterList", rancher.ProvisioningClusterGVR: "ClusterList", rancher.ManagementClusterGVR: "ClusterList"})
 	f := &fixture{t: t, client: client, events: record.NewFakeRecorder(100), clock: clocktesting.NewFakeClock(time.Unix(1e9, 0))}
 	f.c = New(Options{Client: client, Triples: fixedTriples{triple, true}, Channels: fixedChannel{ch},
 		Recorder: f.events, Clock: f.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -70,7 +71,7 @@ func newFixture(t *testing.T, triple election.Timings, ch fleet.AgentChannel, ob
 // informer would.
 func (f *fixture) seed(o *unstructured.Unstructured) {
 	f.t.Helper()
-	res := f.client.Resource(FleetClusterGVR).Namespace(o.GetNamespace())
+	res := f.client.Resource(fleet.ClusterGVR).Namespace(o.GetNamespace())
 	if _, err := res.Get(context.Background(), o.GetName(), metav1.GetOptions{}); err == nil {
 		if _, err := res.Update(context.Background(), o, metav1.UpdateOptions{}); err != nil {
 			f.t.Fatal(err)
@@ -85,7 +86,7 @@ func (f *fixture) seed(o *unstructured.Unstructured) {
 // (what the informer does after a write).
 func (f *fixture) recache(ns, name string) {
 	f.t.Helper()
-	u, err := f.client.Resource(FleetClusterGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := f.client.Resource(fleet.ClusterGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -229,14 +230,14 @@ func TestSyncConflictReadsOnceAndPatchesOnce(t *testing.T) {
 	// first patch meets the conflict the resourceVersion precondition
 	// gives.
 	other := fleetCluster("c1", []map[string]interface{}{user, e("NO_PROXY", "10.0.0.0/8")}, nil)
-	if _, err := f.client.Resource(FleetClusterGVR).Namespace("fleet-default").Update(context.Background(), other, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.client.Resource(fleet.ClusterGVR).Namespace("fleet-default").Update(context.Background(), other, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	conflicts := 1
 	f.client.PrependReactor("patch", "clusters", func(clienttesting.Action) (bool, runtime.Object, error) {
 		if conflicts > 0 {
 			conflicts--
-			return true, nil, apierrors.NewConflict(FleetClusterGVR.GroupResource(), "c1", nil)
+			return true, nil, apierrors.NewConflict(fleet.ClusterGVR.GroupResource(), "c1", nil)
 		}
 		return false, nil, nil
 	})

@@ -190,15 +190,15 @@ func obj(gvrKind, ns, name string, labels map[string]string, fields map[string]i
 func TestRoute(t *testing.T) {
 	rv, _ := rancher.Parse("v2.10.3")
 	standalone := obj("Cluster", "fleet-default", "edge-1", nil, nil)
-	managed := obj("Cluster", "fleet-default", "prod", map[string]string{MgmtNameLabel: "c-m-abcd1234"}, nil)
+	managed := obj("Cluster", "fleet-default", "prod", map[string]string{rancher.ClusterNameLabel: "c-m-abcd1234"}, nil)
 	provRKE := obj("Cluster", "fleet-default", "prod", nil, map[string]interface{}{
 		"spec": map[string]interface{}{"rkeConfig": map[string]interface{}{}}, "status": map[string]interface{}{"clusterName": "c-m-abcd1234"}})
 	provImported := obj("Cluster", "fleet-default", "prod", nil, map[string]interface{}{"status": map[string]interface{}{"clusterName": "c-m-abcd1234"}})
 	mgmt := obj("Cluster", "", "c-m-abcd1234", nil, nil)
-	legacyFleet := obj("Cluster", "fleet-default", "c-abcde", map[string]string{MgmtNameLabel: "c-abcde"}, nil)
+	legacyFleet := obj("Cluster", "fleet-default", "c-abcde", map[string]string{rancher.ClusterNameLabel: "c-abcde"}, nil)
 	legacyMgmt := obj("Cluster", "", "c-abcde", nil, nil)
 	legacyProv := obj("Cluster", "fleet-default", "c-abcde", nil, map[string]interface{}{"status": map[string]interface{}{"clusterName": "c-abcde"}})
-	local := obj("Cluster", "fleet-local", "local", map[string]string{MgmtNameLabel: "local"}, nil)
+	local := obj("Cluster", "fleet-local", "local", map[string]string{rancher.ClusterNameLabel: "local"}, nil)
 	localMgmt := obj("Cluster", "", "local", nil, nil)
 
 	r, err := Route(standalone, nil, nil, rv)
@@ -322,9 +322,9 @@ func TestIsSourceAgreesWithRoute(t *testing.T) {
 		fc, p, m *unstructured.Unstructured
 	}{
 		{"standalone", mk("edge", nil, nil), nil, nil},
-		{"provisioned", mk("prod", map[string]string{MgmtNameLabel: "c-m-abcd1234"}, nil), provOf("prod", "c-m-abcd1234", true), obj("Cluster", "", "c-m-abcd1234", nil, nil)},
-		{"imported", mk("imp", map[string]string{MgmtNameLabel: "c-m-imp12345"}, nil), provOf("imp", "c-m-imp12345", false), obj("Cluster", "", "c-m-imp12345", nil, nil)},
-		{"legacy", mk("c-abcde", map[string]string{MgmtNameLabel: "c-abcde"}, nil), provOf("c-abcde", "c-abcde", false), obj("Cluster", "", "c-abcde", nil, nil)},
+		{"provisioned", mk("prod", map[string]string{rancher.ClusterNameLabel: "c-m-abcd1234"}, nil), provOf("prod", "c-m-abcd1234", true), obj("Cluster", "", "c-m-abcd1234", nil, nil)},
+		{"imported", mk("imp", map[string]string{rancher.ClusterNameLabel: "c-m-imp12345"}, nil), provOf("imp", "c-m-imp12345", false), obj("Cluster", "", "c-m-imp12345", nil, nil)},
+		{"legacy", mk("c-abcde", map[string]string{rancher.ClusterNameLabel: "c-abcde"}, nil), provOf("c-abcde", "c-abcde", false), obj("Cluster", "", "c-abcde", nil, nil)},
 	}
 	for _, rv := range []rancher.Version{rv210, rv211, {}} {
 		for _, c := range cases {
@@ -332,7 +332,7 @@ func TestIsSourceAgreesWithRoute(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
-			for gvr, o := range map[schema.GroupVersionResource]*unstructured.Unstructured{FleetClusterGVR: c.fc, ProvisioningClusterGVR: c.p, ManagementClusterGVR: c.m} {
+			for gvr, o := range map[schema.GroupVersionResource]*unstructured.Unstructured{fleet.ClusterGVR: c.fc, rancher.ProvisioningClusterGVR: c.p, rancher.ManagementClusterGVR: c.m} {
 				if o == nil {
 					continue
 				}
@@ -351,7 +351,7 @@ func TestIsSourceAgreesWithRoute(t *testing.T) {
 // imported clusters, or before v2.15, never. The slim copy keeps what it
 // takes.
 func TestRouteReplans(t *testing.T) {
-	managed := obj("Cluster", "fleet-default", "prod", map[string]string{MgmtNameLabel: "c-m-abcd1234"}, nil)
+	managed := obj("Cluster", "fleet-default", "prod", map[string]string{rancher.ClusterNameLabel: "c-m-abcd1234"}, nil)
 	provImported := obj("Cluster", "fleet-default", "prod", nil, map[string]interface{}{"status": map[string]interface{}{"clusterName": "c-m-abcd1234"}})
 	provRKE := obj("Cluster", "fleet-default", "prod", nil, map[string]interface{}{
 		"spec": map[string]interface{}{"rkeConfig": map[string]interface{}{}}, "status": map[string]interface{}{"clusterName": "c-m-abcd1234"}})
@@ -368,7 +368,7 @@ func TestRouteReplans(t *testing.T) {
 	mgmtNamed := func(name, driver string) *unstructured.Unstructured {
 		return obj("Cluster", "", name, nil, map[string]interface{}{"status": map[string]interface{}{"driver": driver}})
 	}
-	legacy := obj("Cluster", "fleet-default", "old", map[string]string{MgmtNameLabel: "c-abcde"}, nil)
+	legacy := obj("Cluster", "fleet-default", "old", map[string]string{rancher.ClusterNameLabel: "c-abcde"}, nil)
 	v := func(s string) rancher.Version { r, _ := rancher.Parse(s); return r }
 	for _, c := range []struct {
 		name string

@@ -3,6 +3,7 @@ package agentenv
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -41,7 +42,7 @@ func (c *Controller) gather(key string) (state, error) {
 // (Route).
 func (c *Controller) route(fc *unstructured.Unstructured) (Routing, error) {
 	var prov, mgmt *unstructured.Unstructured
-	if name, ok := fc.GetLabels()[MgmtNameLabel]; ok && c.opts.Rancher {
+	if name, ok := fc.GetLabels()[rancher.ClusterNameLabel]; ok && c.opts.Rancher {
 		if objs, _ := c.prov.GetIndexer().ByIndex(byClusterName, name); len(objs) > 0 {
 			prov = objs[0].(*unstructured.Unstructured)
 		}

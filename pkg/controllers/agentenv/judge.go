@@ -136,7 +136,7 @@ type Index struct {
 // (NewRESTClient), is what its informer lists and watches through
 // (NewSlimInformer).
 func NewIndex(client dynamic.Interface, stream rest.Interface) *Index {
-	return &Index{informer: NewSlimInformer(client, stream, FleetClusterGVR, FleetIndexers()), client: client}
+	return &Index{informer: NewSlimInformer(client, stream, fleet.ClusterGVR, FleetIndexers()), client: client}
 }
 
 // Start starts the informer; it stops when ctx ends.
@@ -171,7 +171,7 @@ func (x *Index) Judge(ctx context.Context, cur, next election.Timings, ch fleet.
 	candidates := x.Candidates()
 	if !x.HasSynced() {
 		// Not listed yet: judge from a live list rather than from nothing.
-		l, err := x.client.Resource(FleetClusterGVR).List(ctx, metav1.ListOptions{})
+		l, err := x.client.Resource(fleet.ClusterGVR).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("list fleet Clusters: %w", err)
 		}
@@ -188,7 +188,7 @@ func (x *Index) Judge(ctx context.Context, cur, next election.Timings, ch fleet.
 	}
 	live := make([]ClusterEnv, 0, len(found))
 	for _, b := range found {
-		u, err := x.client.Resource(FleetClusterGVR).Namespace(b.Cluster.Namespace).Get(ctx, b.Cluster.Name, metav1.GetOptions{})
+		u, err := x.client.Resource(fleet.ClusterGVR).Namespace(b.Cluster.Namespace).Get(ctx, b.Cluster.Name, metav1.GetOptions{})
 		if err != nil {
 			continue // gone: it breaks nothing
 		}

@@ -7,14 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-)
-
-// The cluster kinds the controller reads and writes.
-var (
-	FleetClusterGVR        = schema.GroupVersionResource{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "clusters"}
-	ProvisioningClusterGVR = schema.GroupVersionResource{Group: "provisioning.cattle.io", Version: "v1", Resource: "clusters"}
-	ManagementClusterGVR   = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "clusters"}
 )
 
 // Annotations.
@@ -35,10 +27,6 @@ const (
 
 // OverrideAnnotations lists the override annotations in the fixed field order.
 var OverrideAnnotations = [3]string{LeaseDurationAnnotation, RenewDeadlineAnnotation, RetryPeriodAnnotation}
-
-// MgmtNameLabel, on a fleet Cluster that Rancher generates, names its
-// management Cluster.
-const MgmtNameLabel = "management.cattle.io/cluster-name"
 
 // agentEnvVars returns spec.agentEnvVars as raw items (so that fields of
 // entries the project does not own survive exactly), or an error when the
@@ -100,20 +88,6 @@ func overrides(u *unstructured.Unstructured) (vals [3]string, set [3]bool) {
 		vals[i], set[i] = ann[a]
 	}
 	return vals, set
-}
-
-// hasRKEConfig reports whether a provisioning Cluster has spec.rkeConfig
-// (an RKE2/K3s cluster Rancher provisions).
-func hasRKEConfig(u *unstructured.Unstructured) bool {
-	v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "rkeConfig")
-	return found && v != nil
-}
-
-// provClusterName returns a provisioning Cluster's status.clusterName, the
-// name of its management Cluster.
-func provClusterName(u *unstructured.Unstructured) string {
-	s, _, _ := unstructured.NestedString(u.Object, "status", "clusterName")
-	return s
 }
 
 // SourceFacts is what a decision reads of a cluster's source object.

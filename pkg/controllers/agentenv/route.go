@@ -97,17 +97,17 @@ func hasOverride(u *unstructured.Unstructured) bool {
 // value (nil if none); mgmt the management Cluster of that name (nil if
 // none). It returns an error when the source is not there (yet).
 func Route(fc, prov, mgmt *unstructured.Unstructured, rv rancher.Version) (Routing, error) {
-	mgmtName, managed := fc.GetLabels()[MgmtNameLabel]
+	mgmtName, managed := fc.GetLabels()[rancher.ClusterNameLabel]
 	if !managed {
-		return Routing{Target: fc, TargetRef: refOf(FleetClusterGVR, fc)}, nil
+		return Routing{Target: fc, TargetRef: refOf(fleet.ClusterGVR, fc)}, nil
 	}
 	legacy := rancher.IsLegacyName(mgmtName)
-	imported := prov != nil && !hasRKEConfig(prov)
+	imported := prov != nil && !rancher.HasRKEConfig(prov)
 	if legacy || (imported && rv.ImportedSourceIsManagement()) {
 		if mgmt == nil {
 			return Routing{}, fmt.Errorf("fleet Cluster %s/%s: management Cluster %q not found", fc.GetNamespace(), fc.GetName(), mgmtName)
 		}
-		rt := Routing{Target: mgmt, TargetRef: refOf(ManagementClusterGVR, mgmt), RancherManaged: true, Legacy: legacy,
+		rt := Routing{Target: mgmt, TargetRef: refOf(rancher.ManagementClusterGVR, mgmt), RancherManaged: true, Legacy: legacy,
 			ClusterAgentReads: rv.ClusterAgentReadsElectionEnv(),
 			Replans:           ManagementReplans(mgmt, rv)}
 		// Rancher copies no election.cattle.io/* key to the provisioning or
@@ -120,7 +120,7 @@ func Route(fc, prov, mgmt *unstructured.Unstructured, rv rancher.Version) (Routi
 	if prov == nil {
 		return Routing{}, fmt.Errorf("fleet Cluster %s/%s: no provisioning Cluster with status.clusterName %q", fc.GetNamespace(), fc.GetName(), mgmtName)
 	}
-	rt := Routing{Target: prov, TargetRef: refOf(ProvisioningClusterGVR, prov), RancherManaged: true, Provisioned: !imported, Replans: !imported,
+	rt := Routing{Target: prov, TargetRef: refOf(rancher.ProvisioningClusterGVR, prov), RancherManaged: true, Provisioned: !imported, Replans: !imported,
 		ClusterAgentReads: rv.ClusterAgentReadsElectionEnv()}
 	// The management Cluster carries Rancher's copies of every annotation
 	// of the provisioning Cluster: never reported. The fleet Cluster gets
@@ -152,17 +152,17 @@ func ManagementReplans(mgmt *unstructured.Unstructured, rv rancher.Version) bool
 // provisioning Cluster, nil if none). Objects Rancher generates are not.
 func IsSource(gvr schema.GroupVersionResource, u, prov *unstructured.Unstructured, rv rancher.Version) bool {
 	switch gvr {
-	case FleetClusterGVR:
-		_, managed := u.GetLabels()[MgmtNameLabel]
+	case fleet.ClusterGVR:
+		_, managed := u.GetLabels()[rancher.ClusterNameLabel]
 		return !managed
-	case ProvisioningClusterGVR:
-		name := provClusterName(u)
+	case rancher.ProvisioningClusterGVR:
+		name := rancher.ManagementNameOf(u)
 		if name == "" {
 			name = u.GetName()
 		}
-		return !rancher.IsLegacyName(name) && (hasRKEConfig(u) || !rv.ImportedSourceIsManagement())
-	case ManagementClusterGVR:
-		return rancher.IsLegacyName(u.GetName()) || (rv.ImportedSourceIsManagement() && prov != nil && !hasRKEConfig(prov))
+		return !rancher.IsLegacyName(name) && (rancher.HasRKEConfig(u) || !rv.ImportedSourceIsManagement())
+	case rancher.ManagementClusterGVR:
+		return rancher.IsLegacyName(u.GetName()) || (rv.ImportedSourceIsManagement() && prov != nil && !rancher.HasRKEConfig(prov))
 	}
 	return false
 }

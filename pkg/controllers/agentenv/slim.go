@@ -15,6 +15,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"leasetune.io/leasetune/pkg/rancher"
 )
 
 // slim is the informers' transform (client-go SetTransform): it keeps of a
@@ -22,7 +23,7 @@ import (
 // those fields, not with whole objects (a management Cluster carries a
 // large status; Rancher's apply annotation holds a whole copy of the
 // object). Kept: apiVersion, kind, name, namespace, uid, resourceVersion,
-// the label MgmtNameLabel, the annotations of the leasetune.io and
+// the label rancher.ClusterNameLabel, the annotations of the leasetune.io and
 // election.cattle.io domains (the record, the status, the overrides),
 // spec.agentEnvVars, spec.rkeConfig only as a marker, status.clusterName,
 // what Rancher v2.15's imported day-2 operations read of a management
@@ -166,7 +167,7 @@ func NewRESTClient(cfg *rest.Config) (*rest.RESTClient, error) {
 func FleetIndexers() cache.Indexers {
 	return cache.Indexers{
 		byMgmtName: func(obj interface{}) ([]string, error) {
-			if n, ok := obj.(*unstructured.Unstructured).GetLabels()[MgmtNameLabel]; ok {
+			if n, ok := obj.(*unstructured.Unstructured).GetLabels()[rancher.ClusterNameLabel]; ok {
 				return []string{n}, nil
 			}
 			return nil, nil

@@ -46,7 +46,7 @@ func TestSlimKeepsWhatTheControllerReads(t *testing.T) {
 	if _, found, _ := unstructured.NestedFieldNoCopy(s.Object, "status", "conditions"); found {
 		t.Error("status kept")
 	}
-	if s.GetUID() != "u1" || s.GetResourceVersion() != "7" || provClusterName(s) != "c-m-abcd1234" || !hasRKEConfig(s) ||
+	if s.GetUID() != "u1" || s.GetResourceVersion() != "7" || rancher.ManagementNameOf(s) != "c-m-abcd1234" || !rancher.HasRKEConfig(s) ||
 		s.GetAnnotations()[RetryPeriodAnnotation] != "5s" || s.GetAnnotations()[RecordAnnotation] == "" {
 		t.Errorf("lost what is read: %v", s.Object)
 	}
@@ -64,7 +64,7 @@ func TestSlimKeepsWhatTheControllerReads(t *testing.T) {
 		t.Error("a change of a dropped label does not change the fingerprint")
 	}
 	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
-		"metadata": map[string]interface{}{"name": "prod", "namespace": "fleet-default", "labels": map[string]interface{}{MgmtNameLabel: "c-m-abcd1234"}}}}
+		"metadata": map[string]interface{}{"name": "prod", "namespace": "fleet-default", "labels": map[string]interface{}{rancher.ClusterNameLabel: "c-m-abcd1234"}}}}
 	rv, _ := rancher.Parse("v2.10.3")
 	whole, err1 := Route(fc, prov, nil, rv)
 	slimmed, err2 := Route(fc, s, nil, rv)

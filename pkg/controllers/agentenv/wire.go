@@ -205,7 +205,7 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 				case "labels":
 					readStringMap(it, "metadata.labels", func(lk, lv string) {
 						fp.put("metadata.labels", lk, []byte(lv))
-						if lk == MgmtNameLabel {
+						if lk == rancher.ClusterNameLabel {
 							mgmtName, hasMgmtName = lv, true
 						}
 						if lk == rancher.ProviderLabel {
@@ -299,7 +299,7 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 	if hasMgmtName || provider != "" {
 		labels := map[string]string{}
 		if hasMgmtName {
-			labels[MgmtNameLabel] = mgmtName
+			labels[rancher.ClusterNameLabel] = mgmtName
 		}
 		if provider != "" {
 			labels[rancher.ProviderLabel] = interned.of(provider)

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"leasetune.io/leasetune/pkg/rancher"
 )
 
 // These tests try to break the stream decoder of wire.go: the slim copy it
@@ -84,7 +85,7 @@ func trickyCluster(big int) map[string]interface{} {
 			"finalizers":        []interface{}{"fleet.cattle.io/cluster", "example.com/é"},
 			"ownerReferences": []interface{}{map[string]interface{}{"apiVersion": "provisioning.cattle.io/v1", "kind": "Cluster",
 				"name": "prod", "uid": "u-1", "controller": true, "blockOwnerDeletion": true}},
-			"labels": map[string]interface{}{MgmtNameLabel: "c-m-" + uni, "note": uni, "": "empty key", "empty": ""},
+			"labels": map[string]interface{}{rancher.ClusterNameLabel: "c-m-" + uni, "note": uni, "": "empty key", "empty": ""},
 			"annotations": map[string]interface{}{
 				RecordAnnotation: `{"CATTLE_ELECTION_RETRY_PERIOD":"10s"}`, StatusAnnotation: uni,
 				RetryPeriodAnnotation: "5s", "leasetune.io/" + uni: uni, "election.cattle.io/x": `<>&` + uni,
@@ -142,8 +143,8 @@ func TestWireBreakServedBytesMatchWholeDecode(t *testing.T) {
 			t.Errorf("big %d: env %v (%v), want %v", big, env, err, wenv)
 		}
 		o := trickyCluster(big)
-		if s.GetName() != "c-tricky" || s.GetLabels()[MgmtNameLabel] != o["metadata"].(map[string]interface{})["labels"].(map[string]interface{})[MgmtNameLabel] ||
-			provClusterName(s) != o["status"].(map[string]interface{})["clusterName"] || len(s.GetLabels()) != 1 {
+		if s.GetName() != "c-tricky" || s.GetLabels()[rancher.ClusterNameLabel] != o["metadata"].(map[string]interface{})["labels"].(map[string]interface{})[rancher.ClusterNameLabel] ||
+			rancher.ManagementNameOf(s) != o["status"].(map[string]interface{})["clusterName"] || len(s.GetLabels()) != 1 {
 			t.Errorf("big %d: identity %v", big, s.Object["metadata"])
 		}
 		if len(s.GetAnnotations()) != 5 { // record, status, retry, leasetune.io/<uni>, election.cattle.io/x (the fingerprint is a top-level field)
@@ -227,7 +228,7 @@ func TestWireBreakWatchStreamSplitEverywhere(t *testing.T) {
 	obj := served(t, map[string]interface{}{
 		"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
 		"metadata": map[string]interface{}{"name": "c-é\u2028", "namespace": "ns", "uid": "u", "resourceVersion": "10",
-			"labels": map[string]interface{}{MgmtNameLabel: "c-m-😀"}, "annotations": map[string]interface{}{RetryPeriodAnnotation: "5s", "x": "<&>"}},
+			"labels": map[string]interface{}{rancher.ClusterNameLabel: "c-m-😀"}, "annotations": map[string]interface{}{RetryPeriodAnnotation: "5s", "x": "<&>"}},
 		"spec": map[string]interface{}{"agentEnvVars": []interface{}{map[string]interface{}{"name": "A", "value": "\\\"/"}},
 			"n": []interface{}{int64(1 << 60), 1.5e-9, -0.25}, "rkeConfig": map[string]interface{}{}},
 		"status": map[string]interface{}{"clusterName": "c-m"},
@@ -363,7 +364,7 @@ func TestWireBreakNoAliasingAndIteratorReuse(t *testing.T) {
 func TestWireBreakOddValidJSONNeverPanics(t *testing.T) {
 	base := `"apiVersion":"fleet.cattle.io/v1alpha1","kind":"Cluster"`
 	for _, in := range []string{
-		`{` + base + `,"metadata":{"name":"\u0063-\u00e9","namespace":"n\/s","labels":{"` + MgmtNameLabel + `":"\ud83d\ude00"},"annotations":{"` + RetryPeriodAnnotation + `":"5\u0073"}},"spec":{"x":"\u00e9\/\u2028"}}`,
+		`{` + base + `,"metadata":{"name":"\u0063-\u00e9","namespace":"n\/s","labels":{"` + rancher.ClusterNameLabel + `":"\ud83d\ude00"},"annotations":{"` + RetryPeriodAnnotation + `":"5\u0073"}},"spec":{"x":"\u00e9\/\u2028"}}`,
 		`{"spec":{"b":1,"a":2},` + base + `,"metadata":{"namespace":"ns","name":"n"}}`,
 		`{` + base + `,"metadata":{"name":"a","name":"b","labels":{"k":"1","k":"2"}},"spec":{"x":1,"x":2}}`,
 		` { ` + base + ` , "metadata" : { "name" : "a" } , "spec" : { "x" : [ 1 , 2 ] , "agentEnvVars" : [ { "name" : "A" , "value" : "b" } ] } } `,

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 )
 
 // wireCluster is a fleet Cluster as the apiserver serves one: labels,
@@ -26,7 +28,7 @@ func wireCluster() *unstructured.Unstructured {
 		"metadata": map[string]interface{}{
 			"name": "c-abcde", "namespace": "fleet-default", "uid": "9f0c", "resourceVersion": "1234", "generation": int64(7),
 			"creationTimestamp": "2026-01-01T00:00:00Z", "finalizers": []interface{}{"fleet.cattle.io/cluster"},
-			"labels": map[string]interface{}{MgmtNameLabel: "c-abcde", "env": "prod"},
+			"labels": map[string]interface{}{rancher.ClusterNameLabel: "c-abcde", "env": "prod"},
 			"annotations": map[string]interface{}{
 				RecordAnnotation: `{"CATTLE_ELECTION_RETRY_PERIOD":"10s"}`, StatusAnnotation: "ok",
 				RetryPeriodAnnotation: "5s", "objectset.rio.cattle.io/applied": "H4sI<big>", "note": "a <b> & \u2028 c",
@@ -74,7 +76,7 @@ func TestWireDecodeKeepsWhatTheControllerReads(t *testing.T) {
 		s.GetAPIVersion() != "fleet.cattle.io/v1alpha1" || s.GetKind() != "Cluster" {
 		t.Errorf("identity: %v", s.Object["metadata"])
 	}
-	if !reflect.DeepEqual(s.GetLabels(), map[string]string{MgmtNameLabel: "c-abcde"}) {
+	if !reflect.DeepEqual(s.GetLabels(), map[string]string{rancher.ClusterNameLabel: "c-abcde"}) {
 		t.Errorf("labels %v", s.GetLabels())
 	}
 	ann := s.GetAnnotations()
@@ -92,8 +94,8 @@ func TestWireDecodeKeepsWhatTheControllerReads(t *testing.T) {
 	if fp, ok := isSlim(s); !ok || fp == "" {
 		t.Errorf("no fingerprint: %v", s.Object)
 	}
-	if provClusterName(s) != "c-abcde" || hasRKEConfig(s) {
-		t.Errorf("status.clusterName %q, rkeConfig %v", provClusterName(s), hasRKEConfig(s))
+	if rancher.ManagementNameOf(s) != "c-abcde" || rancher.HasRKEConfig(s) {
+		t.Errorf("status.clusterName %q, rkeConfig %v", rancher.ManagementNameOf(s), rancher.HasRKEConfig(s))
 	}
 	if _, found, _ := unstructured.NestedFieldNoCopy(s.Object, "status", "conditions"); found {
 		t.Error("status kept")
@@ -110,14 +112,14 @@ func TestWireDecodeKeepsWhatTheControllerReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env, _ := agentEnvVars(s); env != nil || !hasRKEConfig(s) {
-		t.Errorf("env %v, rkeConfig %v", env, hasRKEConfig(s))
+	if env, _ := agentEnvVars(s); env != nil || !rancher.HasRKEConfig(s) {
+		t.Errorf("env %v, rkeConfig %v", env, rancher.HasRKEConfig(s))
 	}
 	whole.Object["spec"].(map[string]interface{})["agentEnvVars"] = nil
 	whole.Object["spec"].(map[string]interface{})["rkeConfig"] = nil
 	s, _ = slimFromJSON(encode(t, whole))
-	if env, _ := agentEnvVars(s); env != nil || hasRKEConfig(s) {
-		t.Errorf("null env %v, null rkeConfig %v", env, hasRKEConfig(s))
+	if env, _ := agentEnvVars(s); env != nil || rancher.HasRKEConfig(s) {
+		t.Errorf("null env %v, null rkeConfig %v", env, rancher.HasRKEConfig(s))
 	}
 }
 
@@ -316,7 +318,7 @@ func TestStreamAsksForJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lw := streamListWatch(rc, FleetClusterGVR)
+	lw := streamListWatch(rc, fleet.ClusterGVR)
 	l, err := lw.List(metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
@@ -195,8 +196,8 @@ func TestWebhookDownBlocksOnlyOurSettings(t *testing.T) {
 func TestOverrideAnnotations(t *testing.T) {
 	s := startServer(t, nil)
 	ns := cp.Namespace(t)
-	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, "edge"))
-	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
+	cp.Create(t, fleet.ClusterGVR, kit.FleetCluster(ns, "edge"))
+	r := dyn().Resource(fleet.ClusterGVR).Namespace(ns)
 	annotate := func(v interface{}) error {
 		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{agentenv.RetryPeriodAnnotation: v}}})
 		_, err := r.Patch(context.Background(), "edge", types.MergePatchType, body, metav1.PatchOptions{})
@@ -340,8 +341,8 @@ func TestFloorAtTheDoor(t *testing.T) {
 
 	// An override annotation, against the global agent triple 30s/25s/10s.
 	ns := cp.Namespace(t)
-	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, "edge"))
-	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
+	cp.Create(t, fleet.ClusterGVR, kit.FleetCluster(ns, "edge"))
+	r := dyn().Resource(fleet.ClusterGVR).Namespace(ns)
 	annotate := func(key, v string) error {
 		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{key: v}}})
 		_, err := r.Patch(context.Background(), "edge", types.MergePatchType, body, metav1.PatchOptions{})
@@ -388,10 +389,10 @@ func TestOverrideRefusedWhereFleetRendersTheNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, "edge"))
-	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
-	cp.Create(t, agentenv.ManagementClusterGVR, kit.ManagementCluster(ns+"-imported"))
-	m := dyn().Resource(agentenv.ManagementClusterGVR)
+	cp.Create(t, fleet.ClusterGVR, kit.FleetCluster(ns, "edge"))
+	r := dyn().Resource(fleet.ClusterGVR).Namespace(ns)
+	cp.Create(t, rancher.ManagementClusterGVR, kit.ManagementCluster(ns+"-imported"))
+	m := dyn().Resource(rancher.ManagementClusterGVR)
 	patch := func(ri dynamic.ResourceInterface, name, v string) error {
 		body, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{agentenv.RetryPeriodAnnotation: v}}})
 		_, err := ri.Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{})

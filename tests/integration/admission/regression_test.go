@@ -15,6 +15,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/admission"
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
@@ -73,7 +74,7 @@ func TestOverridesAreCheckedAgainstTheTripleInEffect(t *testing.T) {
 	})
 	setAs(t, asLeasetune(t, s), "fleet-agent-leader-election-lease-duration", "10s") // invalid with 25s: refused by the Provider
 	ns := cp.Namespace(t)
-	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
+	r := dyn().Resource(fleet.ClusterGVR).Namespace(ns)
 	for i, v := range []string{"ten", "30s", " 5s"} {
 		fc := kit.FleetCluster(ns, fmt.Sprintf("c%d", i), kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: v}))
 		if _, err := r.Create(context.Background(), fc, metav1.CreateOptions{}); err == nil {

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
 )
@@ -55,8 +55,8 @@ func TestAgentTripleJudgedByWhatEveryAgentRuns(t *testing.T) {
 	framework.Eventually(t, "40s/33s/15s on fleet-agentmanagement", func() bool { return agentEnv() == effective(t, "40s", "33s", "15s") })
 
 	ns := cp.Namespace(t)
-	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, "edge-9", kit.WithEnv(kit.Env("CATTLE_ELECTION_LEASE_DURATION=35s")...)))
-	r := dyn().Resource(agentenv.FleetClusterGVR).Namespace(ns)
+	cp.Create(t, fleet.ClusterGVR, kit.FleetCluster(ns, "edge-9", kit.WithEnv(kit.Env("CATTLE_ELECTION_LEASE_DURATION=35s")...)))
+	r := dyn().Resource(fleet.ClusterGVR).Namespace(ns)
 
 	if err := patchValue(agentLease, "60s"); err != nil {
 		t.Fatalf("lease 60s (the agent of edge-9 runs 35s/33s/15s): %v", err)

@@ -17,6 +17,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
@@ -219,7 +220,7 @@ func TestRancherManagedClustersAreWrittenWhereRancherReads(t *testing.T) {
 			}
 		}
 		// The fleet Cluster Rancher generates, with the env it copied.
-		cp.Create(t, fleetGVR, fleetCluster(ns, name, kit.WithLabels(map[string]string{agentenv.MgmtNameLabel: mgmtName}), kit.WithEnv(user)))
+		cp.Create(t, fleetGVR, fleetCluster(ns, name, kit.WithLabels(map[string]string{rancher.ClusterNameLabel: mgmtName}), kit.WithEnv(user)))
 	}
 	over := map[string]string{agentenv.RetryPeriodAnnotation: "5s"}
 	mk("provisioned", ns+"-provisioned", true, over, true, nil)

@@ -20,6 +20,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
 )
@@ -81,9 +82,9 @@ func (r *running) settle() int {
 }
 
 var (
-	fleetGVR = agentenv.FleetClusterGVR
-	provGVR  = agentenv.ProvisioningClusterGVR
-	mgmtGVR  = agentenv.ManagementClusterGVR
+	fleetGVR = fleet.ClusterGVR
+	provGVR  = rancher.ProvisioningClusterGVR
+	mgmtGVR  = rancher.ManagementClusterGVR
 )
 
 // fleetCluster is kit.FleetCluster with kit.FleetAgentCustomization (the

@@ -12,6 +12,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
 )
@@ -39,7 +40,7 @@ func TestNoElectionChannelRetunesClusterAgents(t *testing.T) {
 	if _, err := cp.Resource(provGVR, ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cp.Create(t, fleetGVR, fleetCluster(ns, "prod", kit.WithLabels(map[string]string{agentenv.MgmtNameLabel: mgmtName}), kit.WithEnv(user)))
+	cp.Create(t, fleetGVR, fleetCluster(ns, "prod", kit.WithLabels(map[string]string{rancher.ClusterNameLabel: mgmtName}), kit.WithEnv(user)))
 	// A standalone fleet Cluster with the same override, and one without.
 	cp.Create(t, fleetGVR, fleetCluster(ns, "edge-1", kit.WithAnnotations(over), kit.WithEnv(user)))
 	cp.Create(t, fleetGVR, fleetCluster(ns, "edge-2", kit.WithEnv(user)))

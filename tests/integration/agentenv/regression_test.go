@@ -16,6 +16,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
 )
@@ -85,7 +86,7 @@ func TestOverridesOnTheWrongObjectAreReported(t *testing.T) {
 	if _, err := cp.Resource(provGVR, ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cp.Create(t, fleetGVR, fleetCluster(ns, "imported", kit.WithLabels(map[string]string{agentenv.MgmtNameLabel: mgmtName}), kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "3s"})))
+	cp.Create(t, fleetGVR, fleetCluster(ns, "imported", kit.WithLabels(map[string]string{rancher.ClusterNameLabel: mgmtName}), kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "3s"})))
 	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
 	framework.Eventually(t, "reported on the fleet Cluster", func() bool {
 		ev := cp.Events(t, ns, "imported", "ElectionOverrideIgnored")

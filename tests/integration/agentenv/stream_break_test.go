@@ -27,6 +27,7 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
@@ -119,7 +120,7 @@ func TestStreamBreakTrickyContentOnTheRealAPIServer(t *testing.T) {
 		return ` { "kind" : "Cluster" , "apiVersion" : "fleet.cattle.io/v1alpha1" , "metadata" : { "namespace" : "` + ns + `" , "name" : "` + name + `" `
 	}
 	bodies := map[string]string{
-		"uni": head("uni") + `, "labels" : {"z":"1", "` + agentenv.MgmtNameLabel + `":"c-uni", "a":"x"}, "annotations" : {"note":` + trickyStrings +
+		"uni": head("uni") + `, "labels" : {"z":"1", "` + rancher.ClusterNameLabel + `":"c-uni", "a":"x"}, "annotations" : {"note":` + trickyStrings +
 			`, "` + agentenv.RetryPeriodAnnotation + `":"5\u0073", "leasetune.io/x":` + trickyStrings + `, "election.cattle.io/y":"\u003c\u003e"}},` +
 			` "spec" : { "templateValues" : { "s" : ` + trickyStrings + `, ` + trickyStrings + ` : 1 }, "agentNamespace" : "cattle\/fleet", "kubeConfigSecret":"k\u0065y",` +
 			` "agentEnvVars" : [ { "value" : ` + trickyStrings + ` , "name" : "NOTE" } ] } }`,
@@ -257,7 +258,7 @@ func TestStreamBreakCutWatchesAndRelists(t *testing.T) {
 	cl := dynamic.NewForConfigOrDie(cfg).Resource(fleetGVR).Namespace(ns)
 	const n = 20
 	for i := 0; i < n; i++ {
-		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("w%02d", i), kit.WithLabels(map[string]string{agentenv.MgmtNameLabel: fmt.Sprintf("c-w%02d", i)}), kit.WithEnv(user)))
+		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("w%02d", i), kit.WithLabels(map[string]string{rancher.ClusterNameLabel: fmt.Sprintf("c-w%02d", i)}), kit.WithEnv(user)))
 	}
 	seed := kit.Seed(t, 1)
 	cut := &cutWatches{rnd: rand.New(rand.NewSource(seed))}
@@ -284,7 +285,7 @@ func TestStreamBreakCutWatchesAndRelists(t *testing.T) {
 			var err error
 			switch op := rnd.Intn(10); {
 			case gone[name]:
-				u := fleetCluster(ns, name, kit.WithLabels(map[string]string{agentenv.MgmtNameLabel: "c-" + name}))
+				u := fleetCluster(ns, name, kit.WithLabels(map[string]string{rancher.ClusterNameLabel: "c-" + name}))
 				_, err = cl.Create(ctx, u, metav1.CreateOptions{})
 				delete(gone, name)
 			case op == 0:

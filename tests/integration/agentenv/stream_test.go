@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
 )
@@ -26,7 +27,7 @@ func TestStreamedCacheIsTheLiveObjectsSlimCopy(t *testing.T) {
 	ns := cp.Namespace(t)
 	for i := 0; i < 7; i++ {
 		u := fleetCluster(ns, fmt.Sprintf("s%d", i),
-			kit.WithLabels(map[string]string{"env": "prod", agentenv.MgmtNameLabel: fmt.Sprintf("c-s%d", i)}),
+			kit.WithLabels(map[string]string{"env": "prod", rancher.ClusterNameLabel: fmt.Sprintf("c-s%d", i)}),
 			kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "5s", "note": `<a href="x">&` + "\u2028", "objectset.rio.cattle.io/applied": "H4sIAAAA"}),
 			kit.WithEnv(user))
 		u.Object["spec"].(map[string]interface{})["agentAffinity"] = nil // the schema drops it: null is what the apiserver stores
@@ -55,7 +56,7 @@ func TestStreamedCacheIsTheLiveObjectsSlimCopy(t *testing.T) {
 		if fp == "" || agentenv.Fingerprint(s) != fp || agentenv.Fingerprint(w) != fp {
 			t.Errorf("%s: fingerprints live %q, streamed %q, decoded whole %q", name, fp, agentenv.Fingerprint(s), agentenv.Fingerprint(w))
 		}
-		if s.GetUID() != live.GetUID() || s.GetLabels()[agentenv.MgmtNameLabel] != live.GetLabels()[agentenv.MgmtNameLabel] ||
+		if s.GetUID() != live.GetUID() || s.GetLabels()[rancher.ClusterNameLabel] != live.GetLabels()[rancher.ClusterNameLabel] ||
 			s.GetAnnotations()[agentenv.RetryPeriodAnnotation] != live.GetAnnotations()[agentenv.RetryPeriodAnnotation] {
 			t.Errorf("%s: streamed copy %v, live metadata %v", name, s.Object["metadata"], live.Object["metadata"])
 		}

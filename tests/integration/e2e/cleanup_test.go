@@ -12,13 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
 )
 
 var (
-	provGVR = agentenv.ProvisioningClusterGVR
-	mgmtGVR = agentenv.ManagementClusterGVR
+	provGVR = rancher.ProvisioningClusterGVR
+	mgmtGVR = rancher.ManagementClusterGVR
 )
 
 // provisioning creates a provisioning Cluster (RKE2 when rke, else
@@ -93,7 +94,7 @@ func TestCleanupFindsWhatItWroteWhereverItIs(t *testing.T) {
 	ns := cp.Namespace(t)
 	retry := func(v string) map[string]string { return map[string]string{agentenv.RetryPeriodAnnotation: v} }
 	managed := func(mgmtName string) kit.ClusterOption {
-		return kit.WithLabels(map[string]string{agentenv.MgmtNameLabel: mgmtName})
+		return kit.WithLabels(map[string]string{rancher.ClusterNameLabel: mgmtName})
 	}
 	suffix := strings.TrimPrefix(ns, "test-") // 5 lowercase alphanumerics
 

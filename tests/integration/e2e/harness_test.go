@@ -27,6 +27,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
@@ -34,7 +35,7 @@ import (
 
 var (
 	settingGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
-	fleetGVR   = agentenv.FleetClusterGVR
+	fleetGVR   = fleet.ClusterGVR
 )
 
 // env is one test's namespaces.

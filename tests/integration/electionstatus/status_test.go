@@ -77,7 +77,7 @@ func run(t *testing.T, log *slog.Logger, opts ...framework.RecordOption) *instal
 		if i == 2 {
 			opts = append(opts, kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "5s"}))
 		}
-		cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(in.clusterNS, name, opts...))
+		cp.Create(t, fleet.ClusterGVR, kit.FleetCluster(in.clusterNS, name, opts...))
 	}
 	cfg := rest.CopyConfig(cp.Config)
 	in.rec = framework.Record(cfg, opts...)

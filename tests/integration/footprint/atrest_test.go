@@ -19,7 +19,9 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
@@ -98,11 +100,11 @@ func TestAtRestOnlyItsLease(t *testing.T) {
 		if i == 2 {
 			fc.SetAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "5s"}) // reported once, then at rest too
 		}
-		if _, err := dyn.Resource(agentenv.FleetClusterGVR).Namespace(clusterNS).Create(ctx, fc, metav1.CreateOptions{}); err != nil {
+		if _, err := dyn.Resource(fleet.ClusterGVR).Namespace(clusterNS).Create(ctx, fc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			_ = dyn.Resource(agentenv.FleetClusterGVR).Namespace(clusterNS).Delete(context.Background(), name, metav1.DeleteOptions{})
+			_ = dyn.Resource(fleet.ClusterGVR).Namespace(clusterNS).Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
 	}
 	addr := "127.0.0.1:0"
@@ -128,7 +130,7 @@ func TestAtRestOnlyItsLease(t *testing.T) {
 		}
 	})
 
-	settingsRes := dyn.Resource(agentenv.ManagementClusterGVR.GroupVersion().WithResource("settings"))
+	settingsRes := dyn.Resource(rancher.ManagementClusterGVR.GroupVersion().WithResource("settings"))
 	framework.Eventually(t, "settings created", func() bool {
 		l, err := settingsRes.List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == len(settings.Registry)

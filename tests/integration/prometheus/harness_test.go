@@ -24,7 +24,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/dashboard"
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -198,20 +200,20 @@ func (e *env) seed(t *testing.T) {
 		return got
 	}
 	none := map[string]interface{}{}
-	create(agentenv.FleetClusterGVR, e.clusterNS, "edge-1", none, nil, nil)
-	create(agentenv.FleetClusterGVR, e.clusterNS, invalidCluster, none, nil,
+	create(fleet.ClusterGVR, e.clusterNS, "edge-1", none, nil, nil)
+	create(fleet.ClusterGVR, e.clusterNS, invalidCluster, none, nil,
 		map[string]string{agentenv.RenewDeadlineAnnotation: "50s"}) // beyond any lease duration the tests set
 	suffix := strings.TrimPrefix(e.clusterNS, "prom-") // 5 lowercase alphanumerics
 	legacy, prov := "c-"+suffix, "c-m-"+suffix
-	create(agentenv.ManagementClusterGVR, "", legacy, none, nil, nil)
-	create(agentenv.FleetClusterGVR, e.clusterNS, "legacy", none, map[string]string{agentenv.MgmtNameLabel: legacy}, nil)
-	create(agentenv.ManagementClusterGVR, "", prov, none, nil, nil)
-	p := create(agentenv.ProvisioningClusterGVR, e.clusterNS, "rke2", map[string]interface{}{"kubernetesVersion": "v1.30.4+rke2r1", "rkeConfig": none}, nil, nil)
+	create(rancher.ManagementClusterGVR, "", legacy, none, nil, nil)
+	create(fleet.ClusterGVR, e.clusterNS, "legacy", none, map[string]string{rancher.ClusterNameLabel: legacy}, nil)
+	create(rancher.ManagementClusterGVR, "", prov, none, nil, nil)
+	p := create(rancher.ProvisioningClusterGVR, e.clusterNS, "rke2", map[string]interface{}{"kubernetesVersion": "v1.30.4+rke2r1", "rkeConfig": none}, nil, nil)
 	_ = unstructured.SetNestedField(p.Object, prov, "status", "clusterName")
-	if _, err := dyn.Resource(agentenv.ProvisioningClusterGVR).Namespace(e.clusterNS).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+	if _, err := dyn.Resource(rancher.ProvisioningClusterGVR).Namespace(e.clusterNS).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	create(agentenv.FleetClusterGVR, e.clusterNS, "rke2", none, map[string]string{agentenv.MgmtNameLabel: prov}, nil)
+	create(fleet.ClusterGVR, e.clusterNS, "rke2", none, map[string]string{rancher.ClusterNameLabel: prov}, nil)
 
 	// The Rancher Deployment, rolled out (envtest runs no Deployment
 	// controller: the status is set here), whose CATTLE_ELECTION_*

@@ -36,9 +36,9 @@ import (
 )
 
 var (
-	fleetGVR = agentenv.FleetClusterGVR
-	provGVR  = agentenv.ProvisioningClusterGVR
-	mgmtGVR  = agentenv.ManagementClusterGVR
+	fleetGVR = fleet.ClusterGVR
+	provGVR  = pkgrancher.ProvisioningClusterGVR
+	mgmtGVR  = pkgrancher.ManagementClusterGVR
 	allGVRs  = []schema.GroupVersionResource{fleetGVR, provGVR, mgmtGVR}
 )
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -36,7 +36,7 @@ func TestRancherStartDeletesTheSettings(t *testing.T) {
 	cp.InstallFleet(t, fleetNS, framework.FleetDeployments(t, "v0.14.10"))
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
 	settingsGVR := schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
-	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(clusterNS, "edge-1", kit.WithEnv(kit.Env("HTTPS_PROXY=http://proxy:3128")...)))
+	cp.Create(t, fleet.ClusterGVR, kit.FleetCluster(clusterNS, "edge-1", kit.WithEnv(kit.Env("HTTPS_PROXY=http://proxy:3128")...)))
 
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -90,7 +90,7 @@ func TestRancherStartDeletesTheSettings(t *testing.T) {
 		for _, d := range l.Items {
 			out["deployment/"+d.Name] = d.ResourceVersion
 		}
-		u, _ := dyn.Resource(agentenv.FleetClusterGVR).Namespace(clusterNS).Get(ctx, "edge-1", metav1.GetOptions{})
+		u, _ := dyn.Resource(fleet.ClusterGVR).Namespace(clusterNS).Get(ctx, "edge-1", metav1.GetOptions{})
 		out["cluster/edge-1"] = u.GetResourceVersion()
 		return fmt.Sprint(out)
 	}

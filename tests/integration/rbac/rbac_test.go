@@ -34,7 +34,9 @@ import (
 	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/electionstatus"
+	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
@@ -157,7 +159,7 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
-	settingsGVR := agentenv.ManagementClusterGVR.GroupVersion().WithResource("settings")
+	settingsGVR := rancher.ManagementClusterGVR.GroupVersion().WithResource("settings")
 	// The Setting objects are cluster-scoped: start from none, as a new
 	// installation does.
 	for _, d := range settings.Registry {
@@ -224,7 +226,7 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 		return l
 	}
 	override := map[string]string{agentenv.RetryPeriodAnnotation: "5s"}
-	create(agentenv.FleetClusterGVR, clusterNS, "edge-1", map[string]interface{}{}, nil, override)
+	create(fleet.ClusterGVR, clusterNS, "edge-1", map[string]interface{}{}, nil, override)
 	type obj struct {
 		gvr      schema.GroupVersionResource
 		ns, name string
@@ -234,7 +236,7 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 	case "v0.14.10":
 		// A cluster an earlier leasetune wrote.
 		rec, _ := json.Marshal(map[string]string{"CATTLE_ELECTION_LEASE_DURATION": "50s", "CATTLE_ELECTION_RENEW_DEADLINE": "40s", "CATTLE_ELECTION_RETRY_PERIOD": "15s"})
-		create(agentenv.FleetClusterGVR, clusterNS, "edge-0", map[string]interface{}{"agentEnvVars": []interface{}{
+		create(fleet.ClusterGVR, clusterNS, "edge-0", map[string]interface{}{"agentEnvVars": []interface{}{
 			map[string]interface{}{"name": "CATTLE_ELECTION_LEASE_DURATION", "value": "50s"},
 			map[string]interface{}{"name": "CATTLE_ELECTION_RENEW_DEADLINE", "value": "40s"},
 			map[string]interface{}{"name": "CATTLE_ELECTION_RETRY_PERIOD", "value": "15s"}}},
@@ -242,17 +244,17 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 	case "v0.9.9":
 		suffix := strings.TrimPrefix(clusterNS, "test-") // 5 lowercase alphanumerics
 		legacy := "c-" + suffix
-		create(agentenv.ManagementClusterGVR, "", legacy, map[string]interface{}{}, nil, override)
-		create(agentenv.FleetClusterGVR, clusterNS, "legacy", map[string]interface{}{}, map[string]string{agentenv.MgmtNameLabel: legacy}, nil)
+		create(rancher.ManagementClusterGVR, "", legacy, map[string]interface{}{}, nil, override)
+		create(fleet.ClusterGVR, clusterNS, "legacy", map[string]interface{}{}, map[string]string{rancher.ClusterNameLabel: legacy}, nil)
 		prov := "c-m-" + suffix
-		create(agentenv.ManagementClusterGVR, "", prov, map[string]interface{}{}, nil, nil)
-		p := create(agentenv.ProvisioningClusterGVR, clusterNS, "rke2", map[string]interface{}{"kubernetesVersion": "v1.30.4+rke2r1", "rkeConfig": map[string]interface{}{}}, nil, override)
+		create(rancher.ManagementClusterGVR, "", prov, map[string]interface{}{}, nil, nil)
+		p := create(rancher.ProvisioningClusterGVR, clusterNS, "rke2", map[string]interface{}{"kubernetesVersion": "v1.30.4+rke2r1", "rkeConfig": map[string]interface{}{}}, nil, override)
 		_ = unstructured.SetNestedField(p.Object, prov, "status", "clusterName")
-		if _, err := dyn.Resource(agentenv.ProvisioningClusterGVR).Namespace(clusterNS).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		if _, err := dyn.Resource(rancher.ProvisioningClusterGVR).Namespace(clusterNS).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		create(agentenv.FleetClusterGVR, clusterNS, "rke2", map[string]interface{}{}, map[string]string{agentenv.MgmtNameLabel: prov}, nil)
-		sources = []obj{{agentenv.FleetClusterGVR, clusterNS, "edge-1"}, {agentenv.ManagementClusterGVR, "", legacy}, {agentenv.ProvisioningClusterGVR, clusterNS, "rke2"}}
+		create(fleet.ClusterGVR, clusterNS, "rke2", map[string]interface{}{}, map[string]string{rancher.ClusterNameLabel: prov}, nil)
+		sources = []obj{{fleet.ClusterGVR, clusterNS, "edge-1"}, {rancher.ManagementClusterGVR, "", legacy}, {rancher.ProvisioningClusterGVR, clusterNS, "rke2"}}
 	}
 
 	// The Rancher Deployment (its rancher container, settled: envtest runs
@@ -398,19 +400,19 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 		// The override is reported (status annotation, Warning Event); its
 		// cluster's env is not written; the earlier entries are removed.
 		framework.Eventually(t, "override reported", func() bool {
-			u := get(agentenv.FleetClusterGVR, clusterNS, "edge-1")
+			u := get(fleet.ClusterGVR, clusterNS, "edge-1")
 			return u != nil && strings.Contains(u.GetAnnotations()[agentenv.StatusAnnotation], "cannot be applied") &&
 				len(cp.Events(t, clusterNS, "edge-1", "ElectionOverrideUnsupported")) > 0
 		})
 		framework.Eventually(t, "earlier entries removed", func() bool {
-			u := get(agentenv.FleetClusterGVR, clusterNS, "edge-0")
+			u := get(fleet.ClusterGVR, clusterNS, "edge-0")
 			if u == nil {
 				return false
 			}
 			_, rec := u.GetAnnotations()[agentenv.RecordAnnotation]
 			return len(envOf(u)) == 0 && !rec
 		})
-		if l := envOf(get(agentenv.FleetClusterGVR, clusterNS, "edge-1")); len(l) != 0 {
+		if l := envOf(get(fleet.ClusterGVR, clusterNS, "edge-1")); len(l) != 0 {
 			t.Errorf("cluster env written on Fleet v0.14: %v", l)
 		}
 	case "v0.9.9":

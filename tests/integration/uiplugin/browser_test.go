@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fleet"
@@ -613,5 +612,5 @@ func fleetCluster(t *testing.T, ns, name string, env ...string) {
 	if len(env) > 0 {
 		opts = append(opts, kit.WithEnv(kit.Env(env...)...))
 	}
-	cp.Create(t, agentenv.FleetClusterGVR, kit.FleetCluster(ns, name, opts...))
+	cp.Create(t, fleet.ClusterGVR, kit.FleetCluster(ns, name, opts...))
 }
