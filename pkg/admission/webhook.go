@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"leasetune.io/leasetune/pkg/agentenv"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/metrics"
@@ -45,7 +45,7 @@ type Webhook struct {
 	// Nil: the channel is not checked.
 	Channel func(ctx context.Context) (fleet.AgentChannel, bool, error)
 	// JudgeAgentTriple, when set, judges a change of the global agent
-	// triple by its effect on every agent (agentenv.Index.Judge): an error
+	// triple by its effect on every agent (index.Index.Judge): an error
 	// refuses the change. Nil: not judged.
 	JudgeAgentTriple func(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) error
 	// ServiceAccount is the project's own user name
@@ -173,15 +173,8 @@ func (w *Webhook) reviewOverrides(ctx context.Context, req *admissionv1.Admissio
 	if err := json.Unmarshal(req.Object.Raw, &u.Object); err != nil {
 		return fmt.Errorf("decode object: %w", err)
 	}
-	ann := u.GetAnnotations()
-	var vals [3]string
-	var set [3]bool
-	any := false
-	for i, a := range agentenv.OverrideAnnotations {
-		vals[i], set[i] = ann[a]
-		any = any || set[i]
-	}
-	if !any {
+	vals, set := agentenv.OverridesOf(&u)
+	if !set[0] && !set[1] && !set[2] {
 		return nil
 	}
 	if w.Channel != nil {
@@ -246,9 +239,12 @@ func overrideHint(checked election.Timings, set [3]bool) string {
 }
 
 // overrideReaches says why override annotations on u cannot take effect on
-// channel ch (agentenv.Decide applies the same rule), or nil. A management
-// Cluster with a name that is not legacy is skipped: its annotations are
-// Rancher's copies of its provisioning Cluster's (rancher/rancher
+// channel ch, or nil: the rule of agentenv.Decide (agentenv.OverridesUnread),
+// with cattle-cluster-agent taken to read them on every cluster Rancher
+// manages (the webhook does not know the Rancher version; the controller
+// then reports what it cannot apply). A management Cluster with a name
+// that is not legacy is skipped: its annotations are Rancher's copies of
+// its provisioning Cluster's (rancher/rancher
 // provisioningv2/cluster/controller.go, createNewCluster), and refusing
 // Rancher's write would make its handler retry without end.
 func overrideReaches(group string, u *unstructured.Unstructured, ch fleet.AgentChannel) error {
@@ -260,15 +256,5 @@ func overrideReaches(group string, u *unstructured.Unstructured, ch fleet.AgentC
 		_, managed := u.GetLabels()[rancher.ClusterNameLabel]
 		standalone = !managed
 	}
-	switch {
-	case ch.ClusterEnvReachesAgent():
-		return nil
-	case ch == fleet.ChannelNoElection && !standalone:
-		return nil // cattle-cluster-agent reads them
-	case ch.RendersElectionEnv():
-		return fmt.Errorf("election override annotations cannot take effect with this Fleet (%s): its agent manifest renders CATTLE_ELECTION_* itself, and a second entry of a name in spec.agentEnvVars breaks the agent's helm upgrade; Fleet v0.9.1-v0.9.x allows per-cluster overrides (and v0.10-v0.11 for cattle-cluster-agent on Rancher-managed clusters); on v0.13+ the global fleet-agent-leader-election-* settings reach every agent", ch)
-	case ch == fleet.ChannelFixedV090:
-		return fmt.Errorf("election override annotations cannot take effect with this Fleet (%s): Fleet v0.9.0 agents read no election env; Fleet v0.9.1+ reads them", ch)
-	}
-	return fmt.Errorf("election override annotations cannot take effect on this cluster (%s): Fleet v0.10-v0.11 agents run no leader election, and a standalone Fleet cluster has no cattle-cluster-agent to read them", ch)
+	return agentenv.OverridesUnread(ch, !standalone)
 }

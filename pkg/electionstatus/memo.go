@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/settings"
@@ -175,7 +175,7 @@ func deriveOutcome(c *inventory.Cluster, agent settings.ComponentStatus, ch flee
 	cl := Cluster{Name: name, Source: rt.TargetRef.String(), Overrides: g.Overrides}
 	status := rt.Target.GetAnnotations()[agentenv.StatusAnnotation]
 	if agent.HasEffective && ch != "" {
-		d := rt.DecideFacts(facts, agent.Effective, ch)
+		d := agentenv.Decide(agentenv.Input{Facts: facts, Global: agent.Effective, Channel: ch, ClusterAgentReads: rt.ClusterAgentReads})
 		if len(g.Overrides) > 0 && d.Problem != agentenv.ProblemInvalid {
 			cl.Effective = TripleOf(d.Effective)
 		}

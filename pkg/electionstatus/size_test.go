@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/rancher"
 )

@@ -33,8 +33,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"leasetune.io/leasetune/pkg/agentenv/index"
+	"leasetune.io/leasetune/pkg/agentenv/patch"
+	"leasetune.io/leasetune/pkg/agentenv/slim"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	agentenvcontroller "leasetune.io/leasetune/pkg/controllers/agentenv"
 	statuscontroller "leasetune.io/leasetune/pkg/controllers/electionstatus"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
@@ -70,7 +73,7 @@ var errSettingCRDGone = errors.New("the Setting CRD settings.management.cattle.i
 // it is back: with cfg.InstallCRDs leasetune makes it again itself. Their
 // informers would otherwise retry a list that cannot succeed, silently, and
 // the provider a create that 404s.
-func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, hs *health, log *slog.Logger, ix *agentenv.Index) error {
+func runComponents(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, hs *health, log *slog.Logger, ix *index.Index) error {
 	dc := discovery.NewDiscoveryClientForConfigOrDie(rc)
 	deleted := false
 	for {
@@ -107,7 +110,7 @@ var settingsGVR = v3.SchemeGroupVersion.WithResource("settings")
 // runComponentsOnce runs the provider and the controllers until ctx ends;
 // it calls crdGone (which must end ctx) when the Setting informer finds
 // the Setting CRD no longer served.
-func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, hs *health, log *slog.Logger, ix *agentenv.Index, crdGone func()) error {
+func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Interface, cfg Config, hs *health, log *slog.Logger, ix *index.Index, crdGone func()) error {
 	judge := judgeWith(ix)
 	ready := &hs.ready
 	b := record.NewBroadcaster()
@@ -190,7 +193,7 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 	if ix != nil {
 		shared = ix.Informer()
 	}
-	stream, err := agentenv.NewRESTClient(rc)
+	stream, err := slim.NewRESTClient(rc)
 	if err != nil {
 		return err
 	}
@@ -208,8 +211,8 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 			return err
 		}
 	}
-	ac := agentenv.New(agentenv.Options{ //nolint:contextcheck // client-go v0.28 list-watch functions take no context; Run stops the informers with ctx
-		Fleet: shared, Patcher: agentenv.RawPatcher{REST: stream}, Stream: stream, RancherDeployments: rancherDeps,
+	ac := agentenvcontroller.New(agentenvcontroller.Options{ //nolint:contextcheck // client-go v0.28 list-watch functions take no context; Run stops the informers with ctx
+		Fleet: shared, Patcher: patch.RawPatcher{REST: stream}, Stream: stream, RancherDeployments: rancherDeps,
 		Client: dynamic.NewForConfigOrDie(rc), Rancher: isRancher, Triples: provider, Channels: fs,
 		RancherNamespace: cfg.RancherNamespace, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
 		Recorder: recorder, Log: log, Workers: cfg.Workers, ClustersPerMinute: cfg.AgentRolloutPerMinute,
@@ -261,7 +264,7 @@ type statusSources struct {
 	rancherWatched bool
 	provider       *settings.Provider
 	channels       *fleetsettings.Controller
-	agents         *agentenv.Controller
+	agents         *agentenvcontroller.Controller
 }
 
 // startStatus starts the ElectionStatus controller

@@ -12,7 +12,7 @@
 //   - the Rancher UI extension's bundle (pkg/uiplugin), on its own plain-HTTP
 //     address, where nothing else is served (its UIPlugin comes from the
 //     Helm chart);
-//   - the index of the fleet Clusters (agentenv.Index) with which the webhook
+//   - the index of the fleet Clusters (pkg/agentenv/index) with which the webhook
 //     and fleetsettings judge a change of the agent triple.
 //
 // Behind client-go leader election on the Lease <Namespace>/<LeaseName>

@@ -15,7 +15,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv/patch"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fieldmanager"
@@ -231,7 +232,7 @@ func (c *Cleanup) Apply(ctx context.Context, cs kubernetes.Interface, dyn dynami
 	for _, rm := range c.Removals {
 		ref, obj := rm.Object.ref(), rm.Object.obj
 		if rm.Entries {
-			if err := agentenv.Write(ctx, agentenv.DynamicPatcher{Client: dyn}, ref, obj.GetResourceVersion(), rm.Env, nil, nil); err != nil && !apierrors.IsNotFound(err) {
+			if err := patch.Write(ctx, patch.DynamicPatcher{Client: dyn}, ref, obj.GetResourceVersion(), rm.Env, nil, nil); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("%s: %w (run cleanup again)", ref, err)
 			}
 			continue

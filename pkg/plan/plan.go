@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"leasetune.io/leasetune/pkg/agentenv"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/election"
@@ -333,12 +333,14 @@ func (r *Report) planClusters(agent settings.ComponentStatus) {
 		if !agent.HasEffective {
 			continue
 		}
-		d := rt.Decide(agent.Effective, r.Channel)
+		in := agentenv.Input{Facts: agentenv.FactsOf(rt.Target), Global: agent.Effective, Channel: r.Channel, ClusterAgentReads: rt.ClusterAgentReads}
+		d := agentenv.Decide(in)
 		if d.Elects {
 			r.agentLocksAfter += election.CostOf(d.Runs, 0, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
 		}
 		if before, ok := r.Before[settings.FleetAgent]; ok && before.HasEffective {
-			if b := rt.Decide(before.Effective, r.Channel); b.Elects {
+			in.Global = before.Effective
+			if b := agentenv.Decide(in); b.Elects {
 				r.agentLocksBefore += election.CostOf(b.Runs, 0, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
 			}
 		}

@@ -20,6 +20,10 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"leasetune.io/leasetune/pkg/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv/index"
+	"leasetune.io/leasetune/pkg/agentenv/patch"
+	"leasetune.io/leasetune/pkg/agentenv/slim"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
@@ -33,10 +37,8 @@ import (
 // others' by it).
 const FieldManager = fieldmanager.Leasetune
 
-const (
-	byMgmtName    = "byMgmtName"    // fleet Clusters by their management Cluster's name
-	byClusterName = "byClusterName" // provisioning Clusters by status.clusterName
-)
+// byClusterName indexes provisioning Clusters by status.clusterName.
+const byClusterName = "byClusterName"
 
 // maxConflicts is how many times a sync decides again from a fresh read
 // after the write met a conflict (someone else wrote the object since the
@@ -45,12 +47,13 @@ const maxConflicts = 4
 
 // Options configures New.
 type Options struct {
-	// Patcher writes the cluster objects; DynamicPatcher{Client} when nil.
-	Patcher Patcher
+	// Patcher writes the cluster objects; patch.DynamicPatcher{Client}
+	// when nil.
+	Patcher patch.Patcher
 	// Client reads (through informers) and writes the cluster objects.
 	// Give it a QPS and burst fit for thousands of clusters.
 	Client dynamic.Interface
-	// Stream, when set (NewRESTClient), is what the informers list and
+	// Stream, when set (slim.NewRESTClient), is what the informers list and
 	// watch the cluster objects through, decoding them straight into their
 	// slim form (wire.go); nil: through Client.
 	Stream rest.Interface
@@ -77,7 +80,7 @@ type Options struct {
 	// Log receives structured logs; slog.Default() when nil.
 	Log *slog.Logger
 	// Fleet, when set, is a running informer of fleet Clusters made by
-	// NewSlimInformer with FleetIndexers (the judgement index's, shared on
+	// slim.NewInformer with index.FleetIndexers (the judgement index's, shared on
 	// the leader); nil: the controller makes and runs its own.
 	Fleet cache.SharedIndexInformer
 	// Workers is the number of concurrent syncs (default 4).
@@ -98,7 +101,7 @@ type Options struct {
 // global change summed up), ledger.go (what is remembered per cluster).
 type Controller struct {
 	opts    Options
-	patcher Patcher
+	patcher patch.Patcher
 	log     *slog.Logger
 	clock   clock.Clock
 	queue   workqueue.RateLimitingInterface
@@ -136,7 +139,7 @@ func New(opts Options) *Controller {
 		opts.Workers = 4
 	}
 	if opts.Patcher == nil {
-		opts.Patcher = DynamicPatcher{Client: opts.Client}
+		opts.Patcher = patch.DynamicPatcher{Client: opts.Client}
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -155,19 +158,19 @@ func New(opts Options) *Controller {
 	}
 	c.fleet = opts.Fleet
 	if c.fleet == nil {
-		c.fleet = NewSlimInformer(opts.Client, opts.Stream, fleet.ClusterGVR, FleetIndexers())
+		c.fleet = slim.NewInformer(opts.Client, opts.Stream, fleet.ClusterGVR, index.FleetIndexers())
 		c.own = append(c.own, c.fleet)
 	}
 	c.handle(c.fleet, c.fleetHandler(), opts.Fleet != nil)
 	if opts.Rancher {
-		c.prov = NewSlimInformer(opts.Client, opts.Stream, rancher.ProvisioningClusterGVR, cache.Indexers{byClusterName: func(obj interface{}) ([]string, error) {
+		c.prov = slim.NewInformer(opts.Client, opts.Stream, rancher.ProvisioningClusterGVR, cache.Indexers{byClusterName: func(obj interface{}) ([]string, error) {
 			if n := rancher.ManagementNameOf(obj.(*unstructured.Unstructured)); n != "" {
 				return []string{n}, nil
 			}
 			return nil, nil
 		}})
 		c.handle(c.prov, c.relatedHandler(rancher.ManagementNameOf), false)
-		c.mgmt = NewSlimInformer(opts.Client, opts.Stream, rancher.ManagementClusterGVR, cache.Indexers{})
+		c.mgmt = slim.NewInformer(opts.Client, opts.Stream, rancher.ManagementClusterGVR, cache.Indexers{})
 		c.handle(c.mgmt, c.relatedHandler(func(u *unstructured.Unstructured) string { return u.GetName() }), false)
 		c.own = append(c.own, c.prov, c.mgmt)
 		c.rancherV = opts.RancherVersion
@@ -259,7 +262,7 @@ func (c *Controller) EnqueueAll() {
 }
 
 // Problems returns the clusters left alone and why, by fleet Cluster key.
-func (c *Controller) Problems() map[string]Problem { return c.ledger.snapshot() }
+func (c *Controller) Problems() map[string]agentenv.Problem { return c.ledger.snapshot() }
 
 // sync converges one fleet Cluster: gather from the caches, decide
 // (planSync), make at most one write (apply; after a conflict, decide
@@ -282,7 +285,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 			}
 			return nil
 		}
-		// Decide again from the fresh object, so that the other
+		// agentenv.Decide again from the fresh object, so that the other
 		// writer's edit is kept.
 		fresh, gerr := c.resource(st.route.TargetRef).Get(ctx, st.route.TargetRef.Name, metav1.GetOptions{})
 		if gerr != nil {
@@ -292,7 +295,7 @@ func (c *Controller) sync(ctx context.Context, key string) (err error) {
 	}
 }
 
-func (c *Controller) resource(r Ref) dynamic.ResourceInterface {
+func (c *Controller) resource(r agentenv.Ref) dynamic.ResourceInterface {
 	if r.Namespace == "" {
 		return c.opts.Client.Resource(r.GVR)
 	}
@@ -302,7 +305,7 @@ func (c *Controller) resource(r Ref) dynamic.ResourceInterface {
 // Clusters are the fleet, provisioning and management Clusters as the
 // caches hold them (slim copies: what the controller reads), and the
 // Rancher version the routing follows: for the ElectionStatus, which
-// routes them the same way (Route).
+// routes them the same way (agentenv.Route).
 func (c *Controller) Clusters() (fleets, provs, mgmts []unstructured.Unstructured, rv rancher.Version) {
 	list := func(inf cache.SharedIndexInformer) []unstructured.Unstructured {
 		if inf == nil {

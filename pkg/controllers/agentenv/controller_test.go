@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"leasetune.io/leasetune/pkg/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv/slim"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -93,7 +95,7 @@ func (f *fixture) recache(ns, name string) {
 	if ts := u.GetCreationTimestamp(); ts.IsZero() {
 		u.SetCreationTimestamp(metav1.NewTime(time.Unix(1e9, 0))) // served objects have one
 	}
-	s, err := slim(u)
+	s, err := slim.Transform(u)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -182,7 +184,7 @@ const writes = fleet.ChannelClusterEnvV09
 
 func TestSyncDoesNothingWhenConverged(t *testing.T) {
 	f := newFixture(t, global, writes, fleetCluster("c1", []map[string]interface{}{user, e(L, "1m0s"), e(D, "50s"), e(P, "20s")},
-		map[string]string{RecordAnnotation: recordOf(rec6050)}))
+		map[string]string{agentenv.RecordAnnotation: recordOf(rec6050)}))
 	f.check(f.sync("fleet-default/c1"))
 	if n := len(f.events.Events); n != 0 {
 		t.Errorf("%d Events, want none", n)
@@ -200,7 +202,7 @@ func TestSyncDoesNothingWithoutTripleOrChannel(t *testing.T) {
 
 func TestSyncGoneClusterDoesNothingAndForgets(t *testing.T) {
 	f := newFixture(t, global, writes)
-	f.c.ledger.setProblem("fleet-default/gone", ProblemForeign)
+	f.c.ledger.setProblem("fleet-default/gone", agentenv.ProblemForeign)
 	f.check(f.sync("fleet-default/gone"))
 	if p := f.c.Problems(); len(p) != 0 {
 		t.Errorf("problems %v after the cluster is gone, want none", p)
@@ -251,11 +253,11 @@ func TestSyncConflictReadsOnceAndPatchesOnce(t *testing.T) {
 
 func TestSyncInvalidOverrideWritesStatusOnceThenNothing(t *testing.T) {
 	f := newFixture(t, global, writes, fleetCluster("c1", []map[string]interface{}{user},
-		map[string]string{RetryPeriodAnnotation: "45s"})) // renewDeadline 50s must exceed 1.2 × 45s
+		map[string]string{agentenv.RetryPeriodAnnotation: "45s"})) // renewDeadline 50s must exceed 1.2 × 45s
 	got := f.sync("fleet-default/c1")
 	f.check(got, want{verb: "patch"})
 	p := string(got[0].(clienttesting.PatchAction).GetPatch())
-	if !strings.Contains(p, StatusAnnotation) || strings.Contains(p, `"spec"`) {
+	if !strings.Contains(p, agentenv.StatusAnnotation) || strings.Contains(p, `"spec"`) {
 		t.Errorf("want a patch of the status annotation alone, got %s", p)
 	}
 	f.recache("fleet-default", "c1")
@@ -263,15 +265,15 @@ func TestSyncInvalidOverrideWritesStatusOnceThenNothing(t *testing.T) {
 	if n := len(f.events.Events); n != 1 {
 		t.Errorf("%d Events, want one Warning", n)
 	}
-	if p := f.c.Problems()["fleet-default/c1"]; p != ProblemInvalid {
-		t.Errorf("problem %q, want %q", p, ProblemInvalid)
+	if p := f.c.Problems()["fleet-default/c1"]; p != agentenv.ProblemInvalid {
+		t.Errorf("problem %q, want %q", p, agentenv.ProblemInvalid)
 	}
 }
 
 func TestSyncRevertGuardFencesWithOneStatusWriteThenNothing(t *testing.T) {
 	// leasetune's record shows its entries, yet someone removed them: each
 	// sync would restore them (a revert).
-	removed := fleetCluster("c1", []map[string]interface{}{user}, map[string]string{RecordAnnotation: recordOf(rec6050)})
+	removed := fleetCluster("c1", []map[string]interface{}{user}, map[string]string{agentenv.RecordAnnotation: recordOf(rec6050)})
 	f := newFixture(t, global, writes, removed)
 	for i := 1; i < RevertLimit; i++ {
 		f.check(f.sync("fleet-default/c1"), want{verb: "patch"})
@@ -289,8 +291,8 @@ func TestSyncRevertGuardFencesWithOneStatusWriteThenNothing(t *testing.T) {
 	f.recache("fleet-default", "c1")
 	f.check(f.sync("fleet-default/c1"))
 	f.check(f.sync("fleet-default/c1"))
-	if p := f.c.Problems()["fleet-default/c1"]; p != ProblemReverted {
-		t.Errorf("problem %q, want %q", p, ProblemReverted)
+	if p := f.c.Problems()["fleet-default/c1"]; p != agentenv.ProblemReverted {
+		t.Errorf("problem %q, want %q", p, agentenv.ProblemReverted)
 	}
 	// A change otherwise (a label) lifts the fence: written again.
 	changed := removed.DeepCopy()
@@ -300,7 +302,7 @@ func TestSyncRevertGuardFencesWithOneStatusWriteThenNothing(t *testing.T) {
 }
 
 func TestSyncRevertsOutsideTheWindowDoNotFence(t *testing.T) {
-	removed := fleetCluster("c1", []map[string]interface{}{user}, map[string]string{RecordAnnotation: recordOf(rec6050)})
+	removed := fleetCluster("c1", []map[string]interface{}{user}, map[string]string{agentenv.RecordAnnotation: recordOf(rec6050)})
 	f := newFixture(t, global, writes, removed)
 	for i := 0; i < 2*RevertLimit; i++ {
 		f.check(f.sync("fleet-default/c1"), want{verb: "patch"})
@@ -316,20 +318,20 @@ func TestUpdateHandlerSkipsResourceVersionOnlyChanges(t *testing.T) {
 	b := a.DeepCopy()
 	b.SetResourceVersion("2")
 	_ = unstructured.SetNestedField(b.Object, map[string]interface{}{"ready": true}, "status") // not kept by slim
-	sa, _ := slim(a)
-	sb, _ := slim(b)
+	sa, _ := slim.Transform(a)
+	sb, _ := slim.Transform(b)
 	if !sameApartFromResourceVersion(sa, sb) {
 		t.Error("a status-only update of the slim copies counts as a change")
 	}
 	c := b.DeepCopy()
 	c.SetLabels(map[string]string{"env": "prod"})
-	sc, _ := slim(c)
+	sc, _ := slim.Transform(c)
 	if sameApartFromResourceVersion(sa, sc) {
 		t.Error("a label change is not seen (the fingerprint changes)")
 	}
 	d := b.DeepCopy()
-	d.SetAnnotations(map[string]string{RetryPeriodAnnotation: "5s"})
-	sd, _ := slim(d)
+	d.SetAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "5s"})
+	sd, _ := slim.Transform(d)
 	if sameApartFromResourceVersion(sa, sd) {
 		t.Error("an override annotation change is not seen")
 	}

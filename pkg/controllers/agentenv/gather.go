@@ -3,6 +3,8 @@ package agentenv
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"leasetune.io/leasetune/pkg/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv/slim"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -33,14 +35,14 @@ func (c *Controller) gather(key string) (state, error) {
 	if st.unroutable != nil {
 		return st, nil
 	}
-	st.fencedMsg, st.fenced = c.ledger.fencedMessage(key, fingerprint(st.route.Target))
+	st.fencedMsg, st.fenced = c.ledger.fencedMessage(key, slim.Fingerprint(st.route.Target))
 	st.reverts = c.ledger.revertsWithin(key, c.clock.Now())
 	return st, nil
 }
 
 // route finds the objects of a fleet Cluster in the caches and routes it
-// (Route).
-func (c *Controller) route(fc *unstructured.Unstructured) (Routing, error) {
+// (agentenv.Route).
+func (c *Controller) route(fc *unstructured.Unstructured) (agentenv.Routing, error) {
 	var prov, mgmt *unstructured.Unstructured
 	if name, ok := fc.GetLabels()[rancher.ClusterNameLabel]; ok && c.opts.Rancher {
 		if objs, _ := c.prov.GetIndexer().ByIndex(byClusterName, name); len(objs) > 0 {
@@ -50,5 +52,5 @@ func (c *Controller) route(fc *unstructured.Unstructured) (Routing, error) {
 			mgmt = o.(*unstructured.Unstructured)
 		}
 	}
-	return Route(fc, prov, mgmt, c.RancherVersion())
+	return agentenv.Route(fc, prov, mgmt, c.RancherVersion())
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"leasetune.io/leasetune/pkg/agentenv/index"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
@@ -53,7 +54,7 @@ func (c *Controller) relatedHandler(mgmtName func(*unstructured.Unstructured) st
 		if name == "" {
 			return
 		}
-		objs, _ := c.fleet.GetIndexer().ByIndex(byMgmtName, name)
+		objs, _ := c.fleet.GetIndexer().ByIndex(index.ByManagementName, name)
 		for _, o := range objs {
 			c.enqueueFleet(o)
 		}

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/metrics"
 )
 
@@ -16,30 +17,30 @@ import (
 // only writer.
 type ledger struct {
 	mu       sync.Mutex
-	problems map[string]Problem     // why the cluster is left alone
-	reported map[string]string      // the last problem message reported
-	ignored  map[string]string      // the ignored overrides last reported
-	reverts  map[string][]time.Time // when its entries were found removed
-	fenced   map[string]string      // fingerprint of the object the guard stopped writing
+	problems map[string]agentenv.Problem // why the cluster is left alone
+	reported map[string]string           // the last problem message reported
+	ignored  map[string]string           // the ignored overrides last reported
+	reverts  map[string][]time.Time      // when its entries were found removed
+	fenced   map[string]string           // fingerprint of the object the guard stopped writing
 }
 
 func newLedger() *ledger {
-	for _, p := range []Problem{ProblemInvalid, ProblemForeign, ProblemUnsupported, ProblemReverted} {
+	for _, p := range []agentenv.Problem{agentenv.ProblemInvalid, agentenv.ProblemForeign, agentenv.ProblemUnsupported, agentenv.ProblemReverted} {
 		metrics.ClustersLeftAlone.WithLabelValues(string(p)).Add(0) // present from the start
 	}
-	return &ledger{problems: map[string]Problem{}, reported: map[string]string{}, ignored: map[string]string{},
+	return &ledger{problems: map[string]agentenv.Problem{}, reported: map[string]string{}, ignored: map[string]string{},
 		reverts: map[string][]time.Time{}, fenced: map[string]string{}}
 }
 
 // setProblem records (p != "") or clears a cluster's problem and keeps the
 // gauge in step.
-func (l *ledger) setProblem(key string, p Problem) {
+func (l *ledger) setProblem(key string, p agentenv.Problem) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.setProblemLocked(key, p)
 }
 
-func (l *ledger) setProblemLocked(key string, p Problem) {
+func (l *ledger) setProblemLocked(key string, p agentenv.Problem) {
 	old, had := l.problems[key]
 	if had && old == p {
 		return
@@ -58,7 +59,7 @@ func (l *ledger) setProblemLocked(key string, p Problem) {
 // problem records a cluster's problem and its message (p == "": none) and
 // reports whether the message is new, i.e. is to be said (logged and an
 // Event): each distinct message is said once.
-func (l *ledger) problem(key string, p Problem, msg string) (isNew bool) {
+func (l *ledger) problem(key string, p agentenv.Problem, msg string) (isNew bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.setProblemLocked(key, p)
@@ -114,7 +115,7 @@ func (l *ledger) fence(key, fp, msg string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.fenced[key] = fp
-	l.setProblemLocked(key, ProblemReverted)
+	l.setProblemLocked(key, agentenv.ProblemReverted)
 	l.reported[key] = msg
 }
 
@@ -156,10 +157,10 @@ func (l *ledger) leftAlone() int {
 }
 
 // snapshot copies the problems.
-func (l *ledger) snapshot() map[string]Problem {
+func (l *ledger) snapshot() map[string]agentenv.Problem {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[string]Problem, len(l.problems))
+	out := make(map[string]agentenv.Problem, len(l.problems))
 	for k, v := range l.problems {
 		out[k] = v
 	}

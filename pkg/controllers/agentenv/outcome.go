@@ -1,12 +1,11 @@
 package agentenv
 
 import (
-	"fmt"
 	"reflect"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 )
@@ -24,7 +23,7 @@ type state struct {
 	noTriple, noChannel bool
 	// route is where the cluster's env is read and written; unroutable
 	// says why it cannot be routed yet (its source not cached yet).
-	route      Routing
+	route      agentenv.Routing
 	unroutable error
 	// fenced says that the revert guard stopped writing route.Target and
 	// it has not changed otherwise since, fencedMsg what the guard
@@ -40,9 +39,9 @@ type action int
 const (
 	// none: nothing to write.
 	none action = iota
-	// writeStatus: only the StatusAnnotation (set or removed).
+	// writeStatus: only the agentenv.StatusAnnotation (set or removed).
 	writeStatus
-	// writeEnv: spec.agentEnvVars, the record and the StatusAnnotation in
+	// writeEnv: spec.agentEnvVars, the record and the agentenv.StatusAnnotation in
 	// one merge patch with the resourceVersion read.
 	writeEnv
 	// writeFence: the revert guard stops writing the object; the status
@@ -54,13 +53,13 @@ const (
 // what to report of it.
 type outcome struct {
 	action action
-	// decision is Decide's, when the cluster was decided.
-	decision Decision
+	// decision is agentenv.Decide's, when the cluster was decided.
+	decision agentenv.Decision
 	decided  bool
 	// problem and message are the cluster's problem and the value of its
-	// StatusAnnotation ("" and "" when all is well); status is the value
-	// the write gives the StatusAnnotation (nil removes it).
-	problem Problem
+	// agentenv.StatusAnnotation ("" and "" when all is well); status is the value
+	// the write gives the agentenv.StatusAnnotation (nil removes it).
+	problem agentenv.Problem
 	message string
 	status  interface{}
 	// revert: the write restores entries someone removed (counted by the
@@ -79,8 +78,9 @@ type outcome struct {
 //     cached yet;
 //   - nothing is written to an object the revert guard fenced, until it
 //     changes otherwise (its fingerprint);
-//   - Decide's problems ProblemInvalid and ProblemForeign leave the env as
-//     it is; only the StatusAnnotation says why, written where it differs;
+//   - agentenv.Decide's problems ProblemInvalid and ProblemForeign leave
+//     the env as it is; only the StatusAnnotation says why, written where
+//     it differs;
 //   - a change of the env is one merge patch of the env, the record and
 //     the StatusAnnotation; where only the StatusAnnotation differs, that
 //     alone is written;
@@ -92,11 +92,12 @@ func planSync(st state) outcome {
 		return outcome{}
 	}
 	target := st.route.Target
-	current, hasStatus := target.GetAnnotations()[StatusAnnotation]
+	current, hasStatus := target.GetAnnotations()[agentenv.StatusAnnotation]
 	if st.fenced {
-		return outcome{problem: ProblemReverted, message: st.fencedMsg}
+		return outcome{problem: agentenv.ProblemReverted, message: st.fencedMsg}
 	}
-	d := st.route.Decide(st.global, st.channel)
+	d := agentenv.Decide(agentenv.Input{Facts: agentenv.FactsOf(target), Global: st.global, Channel: st.channel,
+		ClusterAgentReads: st.route.ClusterAgentReads})
 	out := outcome{decision: d, decided: true, problem: d.Problem}
 	if d.Problem != "" {
 		out.message = d.Err.Error()
@@ -104,17 +105,17 @@ func planSync(st state) outcome {
 	}
 	statusDiffers := (out.message == "" && hasStatus) || (out.message != "" && current != out.message)
 	switch {
-	case d.Problem == ProblemInvalid || d.Problem == ProblemForeign:
+	case d.Problem == agentenv.ProblemInvalid || d.Problem == agentenv.ProblemForeign:
 		// Left alone: the env stays; a status that is already there
 		// stays too.
 		if current != out.message {
 			out.action = writeStatus
 		}
-	case d.Change && isRevert(target, d):
+	case d.Change && agentenv.IsRevert(target, d):
 		out.revert, out.reverts = true, st.reverts+1
 		out.action = writeEnv
 		if out.reverts >= RevertLimit {
-			out.action, out.problem = writeFence, ProblemReverted
+			out.action, out.problem = writeFence, agentenv.ProblemReverted
 		}
 	case d.Change:
 		out.action = writeEnv
@@ -122,35 +123,6 @@ func planSync(st state) outcome {
 		out.action = writeStatus
 	}
 	return out
-}
-
-// fenceMessage is the StatusAnnotation and Event of a cluster whose
-// object the revert guard stops writing; writer names the other field
-// managers of spec.agentEnvVars ("" when none is recorded).
-func fenceMessage(writer string, reverts int, rt Routing) string {
-	if writer == "" {
-		writer = "another writer"
-	}
-	return fmt.Sprintf("%s removed leasetune's CATTLE_ELECTION_* entries from spec.agentEnvVars %d times within %s; %s (each write redeploys %s) until it changes otherwise; to keep other timings here, give the other writer the entries, or remove the override annotations",
-		writer, reverts, RevertWindow, fenced, Restarts(rt))
-}
-
-// fenced is the phrase of every fenceMessage.
-const fenced = "leasetune stops writing this object"
-
-// IsFenceMessage reports whether a StatusAnnotation value is the revert
-// guard's (the object is not written until it changes otherwise).
-func IsFenceMessage(status string) bool { return strings.Contains(status, fenced) }
-
-// Restarts says what a change of a routed object's agent env redeploys.
-func Restarts(rt Routing) string {
-	switch {
-	case rt.Replans:
-		return "fleet-agent, cattle-cluster-agent and the system agent on every node"
-	case rt.RancherManaged:
-		return "fleet-agent and cattle-cluster-agent"
-	}
-	return "fleet-agent"
 }
 
 // sameApartFromResourceVersion reports whether two cached copies of an

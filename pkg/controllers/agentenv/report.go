@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"leasetune.io/leasetune/pkg/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv/slim"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -23,9 +25,9 @@ const (
 	ReasonOverrideIgnored = "ElectionOverrideIgnored"
 )
 
-// problemReasons are the Warning Events' reasons for Decide's problems.
-var problemReasons = map[Problem]string{ProblemInvalid: "InvalidElectionOverride", ProblemForeign: "ForeignElectionEnv",
-	ProblemUnsupported: "ElectionOverrideUnsupported"}
+// problemReasons are the Warning Events' reasons for agentenv.Decide's problems.
+var problemReasons = map[agentenv.Problem]string{agentenv.ProblemInvalid: "InvalidElectionOverride", agentenv.ProblemForeign: "ForeignElectionEnv",
+	agentenv.ProblemUnsupported: "ElectionOverrideUnsupported"}
 
 // report is a sync's one report step, on every exit path after its write:
 // it alone keeps the ledger, the metrics, the log lines and the Events of
@@ -54,7 +56,7 @@ func (c *Controller) report(st state, out outcome, done applied) {
 		if !done.wrote {
 			return // retried: the next sync fences again
 		}
-		c.ledger.fence(st.key, fingerprint(rt.Target), done.message)
+		c.ledger.fence(st.key, slim.Fingerprint(rt.Target), done.message)
 		c.log.Warn("another writer keeps removing leasetune's entries; stopped writing", "cluster", st.key, "object", rt.TargetRef.String(), "message", done.message)
 		c.event(rt.Target, corev1.EventTypeWarning, ReasonReverted, done.message)
 		return
@@ -72,7 +74,7 @@ func (c *Controller) report(st state, out outcome, done applied) {
 }
 
 // reportWrite counts, logs and records a write of a cluster's agent env.
-func (c *Controller) reportWrite(key string, rt Routing, d Decision) {
+func (c *Controller) reportWrite(key string, rt agentenv.Routing, d agentenv.Decision) {
 	metrics.Writes.WithLabelValues("cluster").Inc()
 	metrics.Restarts.WithLabelValues("fleet-agent").Inc()
 	if rt.RancherManaged {
@@ -84,7 +86,7 @@ func (c *Controller) reportWrite(key string, rt Routing, d Decision) {
 	if at := c.prop.since(); !at.IsZero() {
 		metrics.PropagationSeconds.WithLabelValues(controllerName).Set(c.clock.Since(at).Seconds())
 	}
-	restarts := Restarts(rt)
+	restarts := agentenv.Restarts(rt)
 	msg := fmt.Sprintf("spec.agentEnvVars now holds CATTLE_ELECTION_* for %s; this redeploys %s", d.Effective, restarts)
 	if d.Record == nil {
 		msg = fmt.Sprintf("removed the CATTLE_ELECTION_* entries leasetune had added; this redeploys %s", restarts)
@@ -104,8 +106,8 @@ func (c *Controller) reportWrite(key string, rt Routing, d Decision) {
 
 // reportIgnored tells, once per object and value, that override
 // annotations on o do not apply: this cluster's are read from rt's target.
-func (c *Controller) reportIgnored(key string, o *unstructured.Unstructured, rt Routing) {
-	vals, _ := overrides(o)
+func (c *Controller) reportIgnored(key string, o *unstructured.Unstructured, rt agentenv.Routing) {
+	vals, _ := agentenv.OverridesOf(o)
 	if !c.ledger.ignoredOnce(key, fmt.Sprintf("%s/%s %v", o.GetNamespace(), o.GetName(), vals)) {
 		return
 	}

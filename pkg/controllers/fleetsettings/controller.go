@@ -48,7 +48,7 @@ type Options struct {
 	Triples settings.Triples
 	// CheckAgentTriple, when set, judges a change of the agent triple from
 	// cur (on fleet-agentmanagement now) to next by its effect on every
-	// agent (agentenv.Index.Judge): an error keeps the agent triple where it
+	// agent (index.Index.Judge, pkg/agentenv/index): an error keeps the agent triple where it
 	// is. Only consulted on Fleet v0.13+, where the global triple combines
 	// with the clusters' own entries.
 	CheckAgentTriple func(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) error

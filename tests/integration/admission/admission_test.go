@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"leasetune.io/leasetune/pkg/admission"
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"

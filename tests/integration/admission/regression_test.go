@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/admission"
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/tests/integration/framework"

@@ -14,7 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv"
+	agentenvcontroller "leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -262,7 +263,7 @@ func TestRancherManagedClustersAreWrittenWhereRancherReads(t *testing.T) {
 	// with what they restart: all three run cattle-cluster-agent, the
 	// provisioned one also re-plans its nodes.
 	framework.Eventually(t, "summary Event names the restarts", func() bool {
-		for _, m := range cp.Events(t, "", settings.Of(settings.FleetAgent)[0].Name, agentenv.ReasonPropagated) {
+		for _, m := range cp.Events(t, "", settings.Of(settings.FleetAgent)[0].Name, agentenvcontroller.ReasonPropagated) {
 			if strings.Contains(m, "at leasetune's start") && strings.Contains(m, "(3 also cattle-cluster-agent, 1 re-planning every node)") {
 				return true
 			}
@@ -287,7 +288,7 @@ func TestConcurrentEditIsNeverLost(t *testing.T) {
 		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("c%02d", i), kit.WithEnv(user)))
 	}
 	tr := newTriples(election.WranglerDefaults)
-	r := start(t, tr, fleet.ChannelClusterEnvV09, func(o *agentenv.Options) { o.ClustersPerMinute = 120 })
+	r := start(t, tr, fleet.ChannelClusterEnvV09, func(o *agentenvcontroller.Options) { o.ClustersPerMinute = 120 })
 	r.settle() // 45/30/2 is what v0.9 agents run without entries: nothing to write yet
 	began := time.Now()
 
@@ -382,7 +383,7 @@ func TestGlobalChangeIsSummedUp(t *testing.T) {
 	}
 	for _, d := range settings.Of(settings.FleetAgent) {
 		framework.Eventually(t, "summary Event on "+d.Name, func() bool {
-			for _, m := range cp.Events(t, "", d.Name, agentenv.ReasonPropagated) {
+			for _, m := range cp.Events(t, "", d.Name, agentenvcontroller.ReasonPropagated) {
 				if strings.Contains(m, "the agent triple "+next.String()+" is propagated") && strings.Contains(m, "had CATTLE_ELECTION_* written") {
 					return true
 				}

@@ -17,7 +17,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv/index"
+	"leasetune.io/leasetune/pkg/agentenv/slim"
+	agentenvcontroller "leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -34,25 +36,25 @@ type channels = framework.FixedChannel
 func newTriples(t election.Timings) *triples { return framework.NewAgentTriples(t) }
 
 type running struct {
-	*agentenv.Controller
+	*agentenvcontroller.Controller
 	t      *testing.T
 	writes *framework.Recorder
 	cancel context.CancelFunc
 }
 
 // start runs a controller with the given global agent triple and channel.
-func start(t *testing.T, tr *triples, ch fleet.AgentChannel, tweak ...func(*agentenv.Options)) *running {
+func start(t *testing.T, tr *triples, ch fleet.AgentChannel, tweak ...func(*agentenvcontroller.Options)) *running {
 	t.Helper()
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
 	wc := framework.Record(cfg)
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
-	stream, err := agentenv.NewRESTClient(cfg)
+	stream, err := slim.NewRESTClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := agentenv.Options{
+	opts := agentenvcontroller.Options{
 		Client: dynamic.NewForConfigOrDie(cfg), Stream: stream, Rancher: true, Triples: tr, Channels: channels(ch),
 		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -60,7 +62,7 @@ func start(t *testing.T, tr *triples, ch fleet.AgentChannel, tweak ...func(*agen
 	for _, f := range tweak {
 		f(&opts)
 	}
-	c := agentenv.New(opts)
+	c := agentenvcontroller.New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
@@ -127,16 +129,16 @@ func mustTimings(l, r, p string) election.Timings {
 // startIndexes starts two indexes of the fleet Clusters until the test
 // ends: one reading through the stream decoder, as the controller runs,
 // and one decoding whole objects; it returns once both have synced.
-func startIndexes(t *testing.T) (streamed, whole *agentenv.Index) {
+func startIndexes(t *testing.T) (streamed, whole *index.Index) {
 	t.Helper()
-	stream, err := agentenv.NewRESTClient(cp.Config)
+	stream, err := slim.NewRESTClient(cp.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	streamed = agentenv.NewIndex(dynamic.NewForConfigOrDie(cp.Config), stream)
-	whole = agentenv.NewIndex(dynamic.NewForConfigOrDie(cp.Config), nil)
+	streamed = index.New(dynamic.NewForConfigOrDie(cp.Config), stream)
+	whole = index.New(dynamic.NewForConfigOrDie(cp.Config), nil)
 	streamed.Start(ctx)
 	whole.Start(ctx)
 	framework.Eventually(t, "both indexes synced", func() bool { return streamed.HasSynced() && whole.HasSynced() })

@@ -13,7 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv"
+	agentenvcontroller "leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -32,7 +33,7 @@ func TestEditAfterStatusClearIsKept(t *testing.T) {
 	// env and status together; the edit lands before that write.)
 	var once sync.Once
 	edited := make(chan struct{})
-	tweak := func(o *agentenv.Options) {
+	tweak := func(o *agentenvcontroller.Options) {
 		cfg := rest.CopyConfig(cp.Config)
 		framework.Record(cfg, framework.Before(func(q framework.Request) {
 			if q.Method != http.MethodPatch || !strings.HasSuffix(q.Path, "/clusters/x") ||
@@ -148,8 +149,8 @@ func TestAnotherWriterThatKeepsRemovingTheEntries(t *testing.T) {
 		t.Errorf("%d more writes while fenced", m-n)
 	}
 	// 1 first write + (RevertLimit-1) restores + 1 status annotation.
-	if n > agentenv.RevertLimit+1 {
-		t.Errorf("%d writes before stopping, want at most %d", n, agentenv.RevertLimit+1)
+	if n > agentenvcontroller.RevertLimit+1 {
+		t.Errorf("%d writes before stopping, want at most %d", n, agentenvcontroller.RevertLimit+1)
 	}
 	close(stop)
 	wg.Wait()

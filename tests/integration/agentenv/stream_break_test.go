@@ -24,7 +24,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv/index"
+	"leasetune.io/leasetune/pkg/agentenv/slim"
+	agentenvcontroller "leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -64,7 +67,7 @@ func rawPatch(t *testing.T, rc rest.Interface, ns, name, body string) {
 	}
 }
 
-func cachedIn(ix *agentenv.Index, key string) *unstructured.Unstructured {
+func cachedIn(ix *index.Index, key string) *unstructured.Unstructured {
 	o, ok, _ := ix.Informer().GetStore().GetByKey(key)
 	if !ok {
 		return nil
@@ -76,7 +79,7 @@ func cachedIn(ix *agentenv.Index, key string) *unstructured.Unstructured {
 // resourceVersion, then checks that the stream copy, the whole-decode copy
 // and the live GET give one fingerprint, and that the two slim copies are
 // the same. It returns the fingerprint.
-func agree(t *testing.T, streamed, whole *agentenv.Index, ns, name string) string {
+func agree(t *testing.T, streamed, whole *index.Index, ns, name string) string {
 	t.Helper()
 	live := getObj(t, fleetGVR, ns, name)
 	key := ns + "/" + name
@@ -85,10 +88,10 @@ func agree(t *testing.T, streamed, whole *agentenv.Index, ns, name string) strin
 		return s != nil && w != nil && s.GetResourceVersion() == live.GetResourceVersion() && w.GetResourceVersion() == live.GetResourceVersion()
 	})
 	s, w := cachedIn(streamed, key), cachedIn(whole, key)
-	fp := agentenv.Fingerprint(live)
-	if fp == "" || agentenv.Fingerprint(s) != fp || agentenv.Fingerprint(w) != fp {
+	fp := slim.Fingerprint(live)
+	if fp == "" || slim.Fingerprint(s) != fp || slim.Fingerprint(w) != fp {
 		b, _ := json.Marshal(live.Object)
-		t.Errorf("%s: fingerprints live %q, streamed %q, decoded whole %q\nlive %s", name, fp, agentenv.Fingerprint(s), agentenv.Fingerprint(w), b[:min(len(b), 2000)])
+		t.Errorf("%s: fingerprints live %q, streamed %q, decoded whole %q\nlive %s", name, fp, slim.Fingerprint(s), slim.Fingerprint(w), b[:min(len(b), 2000)])
 	}
 	if !reflect.DeepEqual(s.Object, w.Object) {
 		t.Errorf("%s: slim copies differ:\nstreamed %v\nwhole    %v", name, s.Object, w.Object)
@@ -110,7 +113,7 @@ const trickyStrings = `"\u00e9t\u00e9 \ud83d\ude00 😀 \u2028\u2029 \/path\/ <a
 // serves only bytes encoding/json writes.
 func TestStreamBreakTrickyContentOnTheRealAPIServer(t *testing.T) {
 	ns := cp.Namespace(t)
-	rc, err := agentenv.NewRESTClient(cp.Config)
+	rc, err := slim.NewRESTClient(cp.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,15 +267,15 @@ func TestStreamBreakCutWatchesAndRelists(t *testing.T) {
 	cut := &cutWatches{rnd: rand.New(rand.NewSource(seed))}
 	scfg := rest.CopyConfig(cfg)
 	scfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { cut.next = rt; return cut }
-	stream, err := agentenv.NewRESTClient(scfg)
+	stream, err := slim.NewRESTClient(scfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sctx, stopStreamed := context.WithCancel(ctx)
-	streamed := agentenv.NewIndex(dynamic.NewForConfigOrDie(cfg), stream)
-	whole := agentenv.NewIndex(dynamic.NewForConfigOrDie(cfg), nil)
+	streamed := index.New(dynamic.NewForConfigOrDie(cfg), stream)
+	whole := index.New(dynamic.NewForConfigOrDie(cfg), nil)
 	streamed.Start(sctx)
 	whole.Start(ctx)
 	framework.Eventually(t, "both indexes synced", func() bool { return streamed.HasSynced() && whole.HasSynced() })
@@ -308,7 +311,7 @@ func TestStreamBreakCutWatchesAndRelists(t *testing.T) {
 		}
 	}
 	// converged: every cache of ixs holds exactly the live objects of ns.
-	converged := func(ixs ...*agentenv.Index) {
+	converged := func(ixs ...*index.Index) {
 		t.Helper()
 		var live *unstructured.UnstructuredList
 		framework.Eventually(t, "caches hold the live objects", func() bool {
@@ -337,10 +340,10 @@ func TestStreamBreakCutWatchesAndRelists(t *testing.T) {
 			return true
 		})
 		for i := range live.Items {
-			fp := agentenv.Fingerprint(&live.Items[i])
+			fp := slim.Fingerprint(&live.Items[i])
 			for j, ix := range ixs {
-				if c := cachedIn(ix, ns+"/"+live.Items[i].GetName()); agentenv.Fingerprint(c) != fp {
-					t.Errorf("index %d, %s: fingerprint %q, live %q", j, live.Items[i].GetName(), agentenv.Fingerprint(c), fp)
+				if c := cachedIn(ix, ns+"/"+live.Items[i].GetName()); slim.Fingerprint(c) != fp {
+					t.Errorf("index %d, %s: fingerprint %q, live %q", j, live.Items[i].GetName(), slim.Fingerprint(c), fp)
 				}
 			}
 		}
@@ -361,7 +364,7 @@ func TestStreamBreakCutWatchesAndRelists(t *testing.T) {
 	// A relist: the stream index stopped, more changes, a new one.
 	stopStreamed()
 	churn(100)
-	again := agentenv.NewIndex(dynamic.NewForConfigOrDie(cfg), stream)
+	again := index.New(dynamic.NewForConfigOrDie(cfg), stream)
 	again.Start(ctx)
 	framework.Eventually(t, "new index synced", again.HasSynced)
 	churn(50)
@@ -414,8 +417,8 @@ func (l *eventLog) with(reason string) []loggedEvent {
 	return out
 }
 
-func recordTo(l *eventLog) func(*agentenv.Options) {
-	return func(o *agentenv.Options) { o.Recorder = l }
+func recordTo(l *eventLog) func(*agentenvcontroller.Options) {
+	return func(o *agentenvcontroller.Options) { o.Recorder = l }
 }
 
 // TestFirstPassBreakRestartOnConvergedClusters: the first start writes
@@ -431,8 +434,8 @@ func TestFirstPassBreakRestartOnConvergedClusters(t *testing.T) {
 	first := &eventLog{}
 	r := start(t, tr, fleet.ChannelClusterEnvV09, recordTo(first))
 	r.settle()
-	framework.Eventually(t, "first pass summed up", func() bool { return len(first.with(agentenv.ReasonPropagated)) == 3 })
-	for _, e := range first.with(agentenv.ReasonPropagated) {
+	framework.Eventually(t, "first pass summed up", func() bool { return len(first.with(agentenvcontroller.ReasonPropagated)) == 3 })
+	for _, e := range first.with(agentenvcontroller.ReasonPropagated) {
 		if !strings.Contains(e.msg, "at leasetune's start") || !strings.Contains(e.msg, "5 cluster(s) had CATTLE_ELECTION_* written") {
 			t.Errorf("first pass: %+v", e)
 		}
@@ -471,7 +474,7 @@ func changeDuringFirstPass(t *testing.T) (*eventLog, election.Timings) {
 	log := &eventLog{}
 	var once sync.Once
 	var aWritten atomic.Bool
-	changeAtB2 := func(o *agentenv.Options) {
+	changeAtB2 := func(o *agentenvcontroller.Options) {
 		o.Workers = 1
 		cfg := rest.CopyConfig(cp.Config)
 		framework.Record(cfg, framework.Before(func(q framework.Request) {
@@ -494,7 +497,7 @@ func changeDuringFirstPass(t *testing.T) (*eventLog, election.Timings) {
 			return strings.Contains(strings.Join(kit.AgentEnv(getObj(t, fleetGVR, ns, name)), ","), "CATTLE_ELECTION_RETRY_PERIOD=15s")
 		})
 	}
-	framework.Eventually(t, "the change summed up", func() bool { return len(log.with(agentenv.ReasonPropagated)) >= 3 })
+	framework.Eventually(t, "the change summed up", func() bool { return len(log.with(agentenvcontroller.ReasonPropagated)) >= 3 })
 	time.Sleep(time.Second)
 	if !aWritten.Load() {
 		t.Fatal("the first pass did not write a0 before the change")
@@ -513,7 +516,7 @@ func changeDuringFirstPass(t *testing.T) (*eventLog, election.Timings) {
 func TestFirstPassBreakChangeDuringFirstPassIsReportedOnce(t *testing.T) {
 	log, next := changeDuringFirstPass(t)
 	names := map[string]int{}
-	for _, e := range log.with(agentenv.ReasonPropagated) {
+	for _, e := range log.with(agentenvcontroller.ReasonPropagated) {
 		if strings.Contains(e.msg, "the agent triple "+next.String()+" is propagated") {
 			names[e.name]++
 		}
@@ -540,7 +543,7 @@ func TestFirstPassBreakWritesBeforeAChangeAreReported(t *testing.T) {
 	// The change took over the first pass's summary: one summary since
 	// the start, each of the 8 clusters counted once (b1 was written by the
 	// first pass and again for the change).
-	for _, e := range log.with(agentenv.ReasonPropagated) {
+	for _, e := range log.with(agentenvcontroller.ReasonPropagated) {
 		reported = reported || (strings.Contains(e.msg, "since leasetune's start") && strings.Contains(e.msg, ": 8 cluster(s) had CATTLE_ELECTION_* written"))
 	}
 	if !reported {
@@ -582,14 +585,14 @@ func TestFirstPassBreakChangeWhileCachesSync(t *testing.T) {
 	next := mustTimings("50s", "40s", "15s")
 	log := &eventLog{}
 	var once sync.Once
-	hold := func(o *agentenv.Options) {
+	hold := func(o *agentenvcontroller.Options) {
 		cfg := rest.CopyConfig(cp.Config)
 		framework.Record(cfg, framework.WithReads(), framework.Before(func(q framework.Request) {
 			if q.Method == http.MethodGet && strings.HasSuffix(q.Path, "/fleet.cattle.io/v1alpha1/clusters") && q.Query.Get("watch") != "true" {
 				once.Do(func() { tr.Set(next) }) // the Setting changes while the fleet Clusters are listed
 			}
 		}))
-		s, err := agentenv.NewRESTClient(cfg)
+		s, err := slim.NewRESTClient(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -607,7 +610,7 @@ func TestFirstPassBreakChangeWhileCachesSync(t *testing.T) {
 	if ev := log.with("AgentEnvUpdated"); len(ev) != 0 {
 		t.Errorf("%d Events per cluster for the first pass / the change: %+v", len(ev), ev)
 	}
-	if ev := log.with(agentenv.ReasonPropagated); len(ev) != 3 {
+	if ev := log.with(agentenvcontroller.ReasonPropagated); len(ev) != 3 {
 		t.Errorf("%d summaries, want 3 (one per fleet-agent Setting): %+v", len(ev), ev)
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv/index"
+	"leasetune.io/leasetune/pkg/agentenv/slim"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
@@ -35,7 +37,7 @@ func TestStreamedCacheIsTheLiveObjectsSlimCopy(t *testing.T) {
 	}
 	streamed, whole := startIndexes(t)
 
-	cached := func(ix *agentenv.Index, name string) *unstructured.Unstructured {
+	cached := func(ix *index.Index, name string) *unstructured.Unstructured {
 		o, ok, _ := ix.Informer().GetStore().GetByKey(ns + "/" + name)
 		if !ok {
 			return nil
@@ -52,9 +54,9 @@ func TestStreamedCacheIsTheLiveObjectsSlimCopy(t *testing.T) {
 			return s != nil && w != nil && s.GetResourceVersion() == live.GetResourceVersion() && w.GetResourceVersion() == live.GetResourceVersion()
 		})
 		s, w := cached(streamed, name), cached(whole, name)
-		fp := agentenv.Fingerprint(live)
-		if fp == "" || agentenv.Fingerprint(s) != fp || agentenv.Fingerprint(w) != fp {
-			t.Errorf("%s: fingerprints live %q, streamed %q, decoded whole %q", name, fp, agentenv.Fingerprint(s), agentenv.Fingerprint(w))
+		fp := slim.Fingerprint(live)
+		if fp == "" || slim.Fingerprint(s) != fp || slim.Fingerprint(w) != fp {
+			t.Errorf("%s: fingerprints live %q, streamed %q, decoded whole %q", name, fp, slim.Fingerprint(s), slim.Fingerprint(w))
 		}
 		if s.GetUID() != live.GetUID() || s.GetLabels()[rancher.ClusterNameLabel] != live.GetLabels()[rancher.ClusterNameLabel] ||
 			s.GetAnnotations()[agentenv.RetryPeriodAnnotation] != live.GetAnnotations()[agentenv.RetryPeriodAnnotation] {

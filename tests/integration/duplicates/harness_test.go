@@ -7,9 +7,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/tests/fleetagent"
@@ -61,8 +62,29 @@ func (s state) withRetry(v string) state {
 	return s
 }
 
+// input is what Decide reads of a cluster whose source object has the
+// agent env env, leasetune's record rec (nil: none) and s's overrides.
 func (s state) input(env []map[string]interface{}, rec map[string]string, ch fleet.AgentChannel, rancher bool) agentenv.Input {
-	return agentenv.Input{Env: env, Record: rec, Overrides: s.vals, Set: s.set, Global: s.global, Channel: ch, ClusterAgentReads: rancher}
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{}}}
+	if env != nil {
+		items := make([]interface{}, 0, len(env))
+		for _, e := range env {
+			items = append(items, e)
+		}
+		u.Object["spec"].(map[string]interface{})["agentEnvVars"] = items
+	}
+	ann := map[string]string{}
+	if rec != nil {
+		b, _ := json.Marshal(rec)
+		ann[agentenv.RecordAnnotation] = string(b)
+	}
+	for i, a := range agentenv.OverrideAnnotations {
+		if s.set[i] {
+			ann[a] = s.vals[i]
+		}
+	}
+	u.SetAnnotations(ann)
+	return agentenv.Input{Facts: agentenv.FactsOf(u), Global: s.global, Channel: ch, ClusterAgentReads: rancher}
 }
 
 // channelOf is the channel leasetune detects for a release: from the

@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/tests/integration/framework"
 )

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"leasetune.io/leasetune/pkg/agentenv"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/settings"

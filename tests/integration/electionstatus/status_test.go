@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"leasetune.io/leasetune/pkg/agentenv"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
 	statuscontroller "leasetune.io/leasetune/pkg/controllers/electionstatus"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/electionstatus"

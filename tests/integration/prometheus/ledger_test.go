@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	agentenvcontroller "leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -98,12 +98,12 @@ type fromEvents struct {
 func (e *env) fromEvents(t *testing.T) fromEvents {
 	t.Helper()
 	out := fromEvents{restarts: map[string]float64{}}
-	for _, ev := range events(t, "", "fleet-agent-leader-election-retry-period", agentenv.ReasonPropagated) {
+	for _, ev := range events(t, "", "fleet-agent-leader-election-retry-period", agentenvcontroller.ReasonPropagated) {
 		out.summaries = append(out.summaries, ev.message)
 		n := ints(summaryRe, ev.message)
 		if n == nil {
 			if !strings.Contains(ev.message, "needed no change") {
-				t.Fatalf("an %s Event this test cannot read: %q", agentenv.ReasonPropagated, ev.message)
+				t.Fatalf("an %s Event this test cannot read: %q", agentenvcontroller.ReasonPropagated, ev.message)
 			}
 			continue
 		}
@@ -113,7 +113,7 @@ func (e *env) fromEvents(t *testing.T) fromEvents {
 		out.restarts["node-plan"] += c * float64(n[3])
 		out.leftAlone = float64(n[4])
 	}
-	for _, ev := range events(t, "", "", agentenv.ReasonUpdated) {
+	for _, ev := range events(t, "", "", agentenvcontroller.ReasonUpdated) {
 		c := float64(ev.count)
 		out.restarts["fleet-agent"] += c
 		if strings.Contains(ev.message, "cattle-cluster-agent") {

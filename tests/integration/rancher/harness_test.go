@@ -26,7 +26,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv/slim"
+	agentenvcontroller "leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	pkgrancher "leasetune.io/leasetune/pkg/rancher"
@@ -345,7 +346,7 @@ type harness struct {
 	tr      *triples
 	global  election.Timings
 	d       *rancher.Double
-	ctrl    *agentenv.Controller
+	ctrl    *agentenvcontroller.Controller
 	writes  *framework.Recorder
 	rec     *recorder
 	stopCtl func()
@@ -396,11 +397,11 @@ func (h *harness) startController() {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
 	h.tr = newTriples(h.global)
-	stream, err := agentenv.NewRESTClient(cfg)
+	stream, err := slim.NewRESTClient(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	c := agentenv.New(agentenv.Options{
+	c := agentenvcontroller.New(agentenvcontroller.Options{
 		Client: dynamic.NewForConfigOrDie(cfg), Stream: stream, Rancher: true, RancherVersion: h.rv,
 		Triples: h.tr, Channels: channels(h.channel),
 		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),

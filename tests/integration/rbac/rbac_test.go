@@ -31,7 +31,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"leasetune.io/leasetune/pkg/controllers/agentenv"
+	"leasetune.io/leasetune/pkg/agentenv"
+	agentenvcontroller "leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fleet"
@@ -434,7 +435,7 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 		// The writes are summed up in an Event on the fleet-agent Settings
 		// (the chart's RBAC lets it create Events).
 		framework.Eventually(t, "AgentTimingsPropagated Event", func() bool {
-			return len(cp.Events(t, "", "fleet-agent-leader-election-retry-period", agentenv.ReasonPropagated)) > 0
+			return len(cp.Events(t, "", "fleet-agent-leader-election-retry-period", agentenvcontroller.ReasonPropagated)) > 0
 		})
 	}
 	if _, err := cp.Client.CoreV1().Secrets(ns).Get(ctx, manager.WebhookSecretName, metav1.GetOptions{}); err != nil {

@@ -1,6 +1,7 @@
 package agentenv
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -42,6 +43,42 @@ func over(l, d, p string) ([3]string, [3]bool) {
 	return v, s
 }
 
+// factsOf is what FactsOf reads of a cluster object with the agent env
+// env, the record rec (nil: none) and the override annotations vals/set.
+func factsOf(env []map[string]interface{}, rec map[string]string, vals [3]string, set [3]bool) SourceFacts {
+	ann := map[string]string{}
+	if rec != nil {
+		b, _ := json.Marshal(rec)
+		ann[RecordAnnotation] = string(b)
+	}
+	for i, a := range OverrideAnnotations {
+		if set[i] {
+			ann[a] = vals[i]
+		}
+	}
+	var items []interface{}
+	if env != nil {
+		items = make([]interface{}, 0, len(env))
+		for _, x := range env {
+			items = append(items, x)
+		}
+	}
+	return FactsOf(cluster(items, ann))
+}
+
+// cluster is a fleet Cluster with spec.agentEnvVars items (nil: none) and
+// the annotations ann.
+func cluster(items []interface{}, ann map[string]string) *unstructured.Unstructured {
+	u := obj("Cluster", "fleet-default", "c1", nil, map[string]interface{}{"spec": map[string]interface{}{}})
+	if items != nil {
+		u.Object["spec"].(map[string]interface{})["agentEnvVars"] = items
+	}
+	if len(ann) > 0 {
+		u.SetAnnotations(ann)
+	}
+	return u
+}
+
 func TestDecide(t *testing.T) {
 	retry5v, retry5s := over("-", "-", "5s")
 	invalidV, invalidS := over("-", "-", "45s")    // renewDeadline 50s must exceed 1.2 × 45s = 54s
@@ -67,6 +104,9 @@ func TestDecide(t *testing.T) {
 		problem  Problem
 		errParts []string
 		runs     string // what fleet-agent runs afterwards ("" = no election)
+		// object, when set, is the source object instead of env, rec,
+		// vals and set.
+		object *unstructured.Unstructured
 	}{
 		// Fleet v0.13+ renders the names itself: nothing is ever written.
 		{name: "v0.13+, no override: nothing to write", env: []map[string]interface{}{user}, channel: fleet.ChannelAgentManagement,
@@ -132,10 +172,24 @@ func TestDecide(t *testing.T) {
 			channel: fleet.ChannelClusterEnvV09, problem: ProblemForeign},
 		{name: "entry from a source", env: []map[string]interface{}{{"name": P, "valueFrom": map[string]interface{}{}}},
 			channel: fleet.ChannelClusterEnvV09, problem: ProblemForeign},
+		{name: "an entry of ours twice", env: []map[string]interface{}{e(P, "20s"), e(P, "20s")}, rec: map[string]string{P: "20s"},
+			channel: fleet.ChannelClusterEnvV09, problem: ProblemForeign, errParts: []string{`CATTLE_ELECTION_RETRY_PERIOD="20s"`}},
+		{name: "spec.agentEnvVars not a list of objects", object: cluster([]interface{}{"not an object"}, nil),
+			channel: fleet.ChannelClusterEnvV09, problem: ProblemForeign, errParts: []string{"spec.agentEnvVars[0] is not an object"}},
+		{name: "a record that does not parse is none: our entries are someone else's",
+			object:  cluster([]interface{}{e(L, "1m0s"), e(D, "50s"), e(P, "20s")}, map[string]string{RecordAnnotation: "{"}),
+			channel: fleet.ChannelClusterEnvV09, problem: ProblemForeign, errParts: []string{"which leasetune did not write"}},
+		{name: "unparsable override beside an unparsable record",
+			object:  cluster(nil, map[string]string{LeaseDurationAnnotation: "1s", RenewDeadlineAnnotation: "x", RecordAnnotation: "{"}),
+			channel: fleet.ChannelClusterEnvV09, problem: ProblemInvalid, errParts: []string{`annotation election.cattle.io/renew-deadline: renewDeadline "x" is not a duration`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := Decide(Input{Env: c.env, Record: c.rec, Overrides: c.vals, Set: c.set, Global: global, Channel: c.channel, ClusterAgentReads: c.rancher})
+			facts := factsOf(c.env, c.rec, c.vals, c.set)
+			if c.object != nil {
+				facts = FactsOf(c.object)
+			}
+			d := Decide(Input{Facts: facts, Global: global, Channel: c.channel, ClusterAgentReads: c.rancher})
 			if d.Problem != c.problem {
 				t.Fatalf("problem %q (%v), want %q", d.Problem, d.Err, c.problem)
 			}
@@ -172,6 +226,29 @@ func TestDecide(t *testing.T) {
 				t.Errorf("the agent Deployment would get a second entry of %v", dups)
 			}
 		})
+	}
+}
+
+// TestDecideFromWhatFactsOfRead: a copy of the facts with its exported
+// fields edited (a caller previewing an override) still decides as the
+// object does (found by a reviewer: a first version decided from the
+// edited fields); the zero SourceFacts decide as an object with no env,
+// record or overrides.
+func TestDecideFromWhatFactsOfRead(t *testing.T) {
+	u := cluster([]interface{}{user, e(L, "1m0s"), e(D, "50s"), e(P, "20s")}, map[string]string{RecordAnnotation: `{"CATTLE_ELECTION_LEASE_DURATION":"1m0s","CATTLE_ELECTION_RENEW_DEADLINE":"50s","CATTLE_ELECTION_RETRY_PERIOD":"20s"}`})
+	in := Input{Facts: FactsOf(u), Global: global, Channel: fleet.ChannelClusterEnvV09}
+	want := Decide(in)
+	edited := FactsOf(u)
+	edited.Overrides[2], edited.Set[2], edited.Malformed, edited.Record = "3s", true, true, map[string]string{}
+	in.Facts = edited
+	if got := Decide(in); !reflect.DeepEqual(got, want) {
+		t.Fatalf("an edited copy of the facts:\n got %+v\nwant %+v", got, want)
+	}
+	in.Facts = SourceFacts{}
+	got := Decide(in)
+	in.Facts = FactsOf(cluster(nil, nil))
+	if want := Decide(in); !reflect.DeepEqual(got, want) {
+		t.Fatalf("zero facts:\n got %+v\nwant %+v", got, want)
 	}
 }
 
@@ -348,8 +425,8 @@ func TestIsSourceAgreesWithRoute(t *testing.T) {
 // TestRouteReplans: a write of an imported RKE2/K3s cluster's management
 // Cluster re-plans every node beside Rancher v2.15+ when day-2 operations
 // are on (rancher.ImportedDay2Ops); provisioned clusters always; other
-// imported clusters, or before v2.15, never. The slim copy keeps what it
-// takes.
+// imported clusters, or before v2.15, never. (The slim copy keeps what it
+// takes: pkg/agentenv/slim's TestSlimKeepsWhatReplansReads.)
 func TestRouteReplans(t *testing.T) {
 	managed := obj("Cluster", "fleet-default", "prod", map[string]string{rancher.ClusterNameLabel: "c-m-abcd1234"}, nil)
 	provImported := obj("Cluster", "fleet-default", "prod", nil, map[string]interface{}{"status": map[string]interface{}{"clusterName": "c-m-abcd1234"}})
@@ -359,11 +436,7 @@ func TestRouteReplans(t *testing.T) {
 		m := obj("Cluster", "", "c-m-abcd1234", labels, map[string]interface{}{"status": map[string]interface{}{"driver": driver, "conditions": []interface{}{}}})
 		m.SetAnnotations(annotations)
 		m.SetResourceVersion("3")
-		s, err := slim(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s.(*unstructured.Unstructured)
+		return m
 	}
 	mgmtNamed := func(name, driver string) *unstructured.Unstructured {
 		return obj("Cluster", "", name, nil, map[string]interface{}{"status": map[string]interface{}{"driver": driver}})
@@ -405,31 +478,5 @@ func TestRouteReplans(t *testing.T) {
 		if got := Restarts(r); strings.Contains(got, "every node") != c.want {
 			t.Errorf("%s: Restarts %q", c.name, got)
 		}
-	}
-}
-
-// TestPlanBookkeepingKeepsTheFence: Rancher's Update of the applied-hash
-// annotation after each change of an imported cluster's env (v2.15) is not
-// a change "otherwise": it keeps the revert guard's fence (else every round
-// of a fight with another writer would re-plan every node twice).
-func TestPlanBookkeepingKeepsTheFence(t *testing.T) {
-	mk := func(ann map[string]interface{}) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Cluster",
-			"metadata": map[string]interface{}{"name": "c-m-1", "resourceVersion": "7", "annotations": ann},
-			"spec":     map[string]interface{}{"agentEnvVars": []interface{}{}}, "status": map[string]interface{}{"driver": "rke2"}}}
-	}
-	l := newLedger()
-	l.fence("fleet-default/prod", fingerprint(mk(map[string]interface{}{"management.cattle.io/applied-system-agent-upgrader-hash": "h1"})), "fenced")
-	for _, ann := range []map[string]interface{}{
-		{"management.cattle.io/applied-system-agent-upgrader-hash": "h2"},
-		{"management.cattle.io/applied-system-agent-upgrader-hash": "h2", "operations.cattle.io/imported-cleaning-state": "operations"},
-	} {
-		if _, still := l.fencedMessage("fleet-default/prod", fingerprint(mk(ann))); !still {
-			t.Errorf("%v lifted the fence", ann)
-		}
-	}
-	// A change by someone of anything else still lifts it.
-	if _, still := l.fencedMessage("fleet-default/prod", fingerprint(mk(map[string]interface{}{"team": "a"}))); still {
-		t.Error("a user's annotation kept the fence")
 	}
 }

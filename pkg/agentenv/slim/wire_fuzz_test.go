@@ -1,12 +1,15 @@
-package agentenv
+package slim
 
 import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"leasetune.io/leasetune/pkg/agentenv"
 )
 
 // FuzzSlimFromJSON: the streaming decoder never panics; wherever
@@ -42,15 +45,15 @@ func FuzzSlimFromJSON(f *testing.F) {
 		if s.GetName() != strOf(md["name"]) || s.GetNamespace() != strOf(md["namespace"]) {
 			t.Fatalf("name %q/%q, encoding/json %v/%v", s.GetNamespace(), s.GetName(), md["namespace"], md["name"])
 		}
-		for _, a := range append(OverrideAnnotations[:], RecordAnnotation, StatusAnnotation) {
+		for _, a := range append(agentenv.OverrideAnnotations[:], agentenv.RecordAnnotation, agentenv.StatusAnnotation) {
 			want, _ := md["annotations"].(map[string]interface{})
 			if got, ok := s.GetAnnotations()[a]; ok != (want[a] != nil) || got != strOf(want[a]) {
 				t.Fatalf("annotation %s: %q %v, encoding/json %v", a, got, ok, want[a])
 			}
 		}
-		got, gerr := agentEnvVars(s)
-		want, werr := agentEnvVars(u)
-		if (gerr == nil) != (werr == nil) || (gerr == nil && !sameEnv(got, want)) {
+		got, gerr := agentenv.EnvVars(s)
+		want, werr := agentenv.EnvVars(u)
+		if (gerr == nil) != (werr == nil) || (gerr == nil && !sameEnvVars(got, want)) {
 			t.Fatalf("agentEnvVars %v (%v), encoding/json %v (%v)", got, gerr, want, werr)
 		}
 		// The same object written otherwise: indented, HTML escaped or not.
@@ -150,4 +153,13 @@ func sortedKeys(data []byte) bool {
 		return true
 	}
 	return walk()
+}
+
+// sameEnvVars reports whether two decoded lists are equal, an empty list
+// equal to none.
+func sameEnvVars(a, b []map[string]interface{}) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
 }

@@ -1,17 +1,12 @@
 package agentenv
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
@@ -101,7 +96,7 @@ func ClusterEnvOf(u *unstructured.Unstructured) ClusterEnv {
 // electionEntries returns u's CATTLE_ELECTION_* entries of
 // spec.agentEnvVars (valueFrom marked, its source dropped).
 func electionEntries(u *unstructured.Unstructured) []corev1.EnvVar {
-	env, err := agentEnvVars(u)
+	env, err := EnvVars(u)
 	if err != nil {
 		return nil
 	}
@@ -118,81 +113,4 @@ func electionEntriesOf(env []map[string]interface{}) []corev1.EnvVar {
 		}
 	}
 	return out
-}
-
-const withElectionEntries = "withElectionEntries"
-
-// Index watches the fleet Clusters (NewSlimInformer: only the fields the
-// project reads), indexed so that the clusters carrying CATTLE_ELECTION_*
-// entries of their own are found without a scan: what JudgeGlobal needs
-// at 10,000 clusters, on every replica that serves the webhook. On the
-// leader the controller shares its informer.
-type Index struct {
-	informer cache.SharedIndexInformer
-	client   dynamic.Interface
-}
-
-// NewIndex builds the index; call Start. stream, when not nil
-// (NewRESTClient), is what its informer lists and watches through
-// (NewSlimInformer).
-func NewIndex(client dynamic.Interface, stream rest.Interface) *Index {
-	return &Index{informer: NewSlimInformer(client, stream, fleet.ClusterGVR, FleetIndexers()), client: client}
-}
-
-// Start starts the informer; it stops when ctx ends.
-func (x *Index) Start(ctx context.Context) { go x.informer.Run(ctx.Done()) }
-
-// Informer is the index's informer of the fleet Clusters, for the
-// controller to share (Options.Fleet) rather than keep a second copy.
-func (x *Index) Informer() cache.SharedIndexInformer { return x.informer }
-
-// HasSynced reports whether the index has listed the clusters once.
-func (x *Index) HasSynced() bool { return x.informer.HasSynced() }
-
-// Candidates returns the clusters that carry CATTLE_ELECTION_* entries, as
-// the index has them.
-func (x *Index) Candidates() []ClusterEnv {
-	objs, _ := x.informer.GetIndexer().ByIndex(withElectionEntries, "yes")
-	out := make([]ClusterEnv, 0, len(objs))
-	for _, o := range objs {
-		u := o.(*unstructured.Unstructured)
-		out = append(out, ClusterEnvOf(u))
-	}
-	return out
-}
-
-// Judge runs JudgeGlobal on the index's candidates and confirms each
-// cluster it finds with a live read (a cache may lag behind the very write
-// before this one), so that a refusal never rests on a stale copy.
-func (x *Index) Judge(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) ([]Broken, error) {
-	if cur == next || !ch.RendersElectionEnv() || !ch.GlobalReachesAgents() {
-		return nil, nil
-	}
-	candidates := x.Candidates()
-	if !x.HasSynced() {
-		// Not listed yet: judge from a live list rather than from nothing.
-		l, err := x.client.Resource(fleet.ClusterGVR).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("list fleet Clusters: %w", err)
-		}
-		candidates = candidates[:0]
-		for i := range l.Items {
-			if c := ClusterEnvOf(&l.Items[i]); len(c.Env) > 0 {
-				candidates = append(candidates, c)
-			}
-		}
-	}
-	found := JudgeGlobal(cur, next, ch, candidates)
-	if len(found) == 0 {
-		return nil, nil
-	}
-	live := make([]ClusterEnv, 0, len(found))
-	for _, b := range found {
-		u, err := x.client.Resource(fleet.ClusterGVR).Namespace(b.Cluster.Namespace).Get(ctx, b.Cluster.Name, metav1.GetOptions{})
-		if err != nil {
-			continue // gone: it breaks nothing
-		}
-		live = append(live, ClusterEnvOf(u))
-	}
-	return JudgeGlobal(cur, next, ch, live), nil
 }

@@ -1,4 +1,4 @@
-package agentenv
+package slim
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/rancher"
 )
 
@@ -121,8 +122,8 @@ func (f *fingerprintWriter) bytes(b []byte) {
 
 // slimFrom reads the object at it. The fingerprint (revert.go) covers
 // every part but spec.agentEnvVars, status, metadata.resourceVersion,
-// managedFields and generation, and the RecordAnnotation and
-// StatusAnnotation annotations; parts are hashed by putValue, in the key
+// managedFields and generation, and the agentenv.RecordAnnotation and
+// agentenv.StatusAnnotation annotations; parts are hashed by putValue, in the key
 // order the apiserver encodes them: a custom resource is served by
 // unstructuredJSONScheme.doEncode, json.NewEncoder(w).Encode(t.Object),
 // whose pkg/util/json.NewEncoder is Go's encoding/json encoder, which
@@ -214,7 +215,7 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 					})
 				case "annotations":
 					readStringMap(it, "metadata.annotations", func(ak, av string) {
-						if ak != RecordAnnotation && ak != StatusAnnotation && !rancher.IsPlanBookkeeping(ak) {
+						if ak != agentenv.RecordAnnotation && ak != agentenv.StatusAnnotation && !rancher.IsPlanBookkeeping(ak) {
 							fp.put("metadata.annotations", ak, []byte(av))
 						}
 						if strings.HasPrefix(ak, "leasetune.io/") || strings.HasPrefix(ak, "election.cattle.io/") ||
@@ -311,7 +312,7 @@ func slimFrom(it *jsoniter.Iterator) (*unstructured.Unstructured, error) {
 	spec := map[string]interface{}{}
 	if env != nil {
 		// As its JSON text: see slim.
-		spec[compactEnvKey] = interned.of(string(env))
+		spec[agentenv.CompactEnvKey] = interned.of(string(env))
 	}
 	if rke {
 		spec["rkeConfig"] = map[string]interface{}{}

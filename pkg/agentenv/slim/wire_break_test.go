@@ -1,4 +1,4 @@
-package agentenv
+package slim
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/rancher"
 )
 
@@ -87,8 +88,8 @@ func trickyCluster(big int) map[string]interface{} {
 				"name": "prod", "uid": "u-1", "controller": true, "blockOwnerDeletion": true}},
 			"labels": map[string]interface{}{rancher.ClusterNameLabel: "c-m-" + uni, "note": uni, "": "empty key", "empty": ""},
 			"annotations": map[string]interface{}{
-				RecordAnnotation: `{"CATTLE_ELECTION_RETRY_PERIOD":"10s"}`, StatusAnnotation: uni,
-				RetryPeriodAnnotation: "5s", "leasetune.io/" + uni: uni, "election.cattle.io/x": `<>&` + uni,
+				agentenv.RecordAnnotation: `{"CATTLE_ELECTION_RETRY_PERIOD":"10s"}`, agentenv.StatusAnnotation: uni,
+				agentenv.RetryPeriodAnnotation: "5s", "leasetune.io/" + uni: uni, "election.cattle.io/x": `<>&` + uni,
 				"objectset.rio.cattle.io/applied": strings.Repeat("H4sI<&>\u2028é😀", big/16+1)[:big],
 				"note":                            uni,
 			},
@@ -137,8 +138,8 @@ func TestWireBreakServedBytesMatchWholeDecode(t *testing.T) {
 			t.Fatalf("big %d: slimFromJSON differs from the whole decode:\n%s", big, d)
 		}
 		// What the controller reads, explicitly.
-		env, err := agentEnvVars(s)
-		wenv, _ := agentEnvVars(&unstructured.Unstructured{Object: trickyCluster(big)})
+		env, err := agentenv.EnvVars(s)
+		wenv, _ := agentenv.EnvVars(&unstructured.Unstructured{Object: trickyCluster(big)})
 		if err != nil || !reflect.DeepEqual(env, wenv) {
 			t.Errorf("big %d: env %v (%v), want %v", big, env, err, wenv)
 		}
@@ -228,7 +229,7 @@ func TestWireBreakWatchStreamSplitEverywhere(t *testing.T) {
 	obj := served(t, map[string]interface{}{
 		"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
 		"metadata": map[string]interface{}{"name": "c-é\u2028", "namespace": "ns", "uid": "u", "resourceVersion": "10",
-			"labels": map[string]interface{}{rancher.ClusterNameLabel: "c-m-😀"}, "annotations": map[string]interface{}{RetryPeriodAnnotation: "5s", "x": "<&>"}},
+			"labels": map[string]interface{}{rancher.ClusterNameLabel: "c-m-😀"}, "annotations": map[string]interface{}{agentenv.RetryPeriodAnnotation: "5s", "x": "<&>"}},
 		"spec": map[string]interface{}{"agentEnvVars": []interface{}{map[string]interface{}{"name": "A", "value": "\\\"/"}},
 			"n": []interface{}{int64(1 << 60), 1.5e-9, -0.25}, "rkeConfig": map[string]interface{}{}},
 		"status": map[string]interface{}{"clusterName": "c-m"},
@@ -364,7 +365,7 @@ func TestWireBreakNoAliasingAndIteratorReuse(t *testing.T) {
 func TestWireBreakOddValidJSONNeverPanics(t *testing.T) {
 	base := `"apiVersion":"fleet.cattle.io/v1alpha1","kind":"Cluster"`
 	for _, in := range []string{
-		`{` + base + `,"metadata":{"name":"\u0063-\u00e9","namespace":"n\/s","labels":{"` + rancher.ClusterNameLabel + `":"\ud83d\ude00"},"annotations":{"` + RetryPeriodAnnotation + `":"5\u0073"}},"spec":{"x":"\u00e9\/\u2028"}}`,
+		`{` + base + `,"metadata":{"name":"\u0063-\u00e9","namespace":"n\/s","labels":{"` + rancher.ClusterNameLabel + `":"\ud83d\ude00"},"annotations":{"` + agentenv.RetryPeriodAnnotation + `":"5\u0073"}},"spec":{"x":"\u00e9\/\u2028"}}`,
 		`{"spec":{"b":1,"a":2},` + base + `,"metadata":{"namespace":"ns","name":"n"}}`,
 		`{` + base + `,"metadata":{"name":"a","name":"b","labels":{"k":"1","k":"2"}},"spec":{"x":1,"x":2}}`,
 		` { ` + base + ` , "metadata" : { "name" : "a" } , "spec" : { "x" : [ 1 , 2 ] , "agentEnvVars" : [ { "name" : "A" , "value" : "b" } ] } } `,
@@ -409,10 +410,10 @@ func TestWireBreakOddValidJSONNeverPanics(t *testing.T) {
 			sa, wa := s.DeepCopy(), ws.DeepCopy()
 			delete(sa.Object, fingerprintKey)
 			delete(wa.Object, fingerprintKey)
-			se, _ := agentEnvVars(sa)
-			we, _ := agentEnvVars(wa)
-			unstructured.RemoveNestedField(sa.Object, "spec", compactEnvKey)
-			unstructured.RemoveNestedField(wa.Object, "spec", compactEnvKey)
+			se, _ := agentenv.EnvVars(sa)
+			we, _ := agentenv.EnvVars(wa)
+			unstructured.RemoveNestedField(sa.Object, "spec", agentenv.CompactEnvKey)
+			unstructured.RemoveNestedField(wa.Object, "spec", agentenv.CompactEnvKey)
 			if d := sameSlim(sa, wa); d != "" || !reflect.DeepEqual(se, we) {
 				t.Errorf("%s: slim copies differ beyond the fingerprint:\n%s\nenv %v / %v", name, d, se, we)
 			}

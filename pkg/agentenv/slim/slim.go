@@ -1,4 +1,13 @@
-package agentenv
+// Package slim keeps cluster objects in the informers' caches as slim
+// copies: only what pkg/agentenv reads of them (the agent env as JSON text
+// under agentenv.CompactEnvKey, the record, status and override
+// annotations, what routing reads) and a fingerprint of the rest
+// (Fingerprint, for the agentenv controller's revert guard). NewInformer
+// lists in pages and, with a REST client (NewRESTClient), reads lists and
+// watches off the wire straight into that form (wire.go), so that the
+// caches of the agentenv controller and of the judgement index
+// (pkg/agentenv/index) grow with those fields, not with whole objects.
+package slim
 
 import (
 	"context"
@@ -15,7 +24,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"leasetune.io/leasetune/pkg/rancher"
 )
 
 // slim is the informers' transform (client-go SetTransform): it keeps of a
@@ -29,9 +37,10 @@ import (
 // what Rancher v2.15's imported day-2 operations read of a management
 // Cluster (status.driver, the provider.cattle.io label,
 // rancher.io/operations-enabled, provisioning.cattle.io/administrated:
-// rancher.ImportedDay2Ops), and the object's fingerprint (revert.go), computed here from the whole
-// object, under the top-level field fingerprintKey. Everything else is dropped: at 10,000
-// clusters the other labels and annotations were a fifth of the cache.
+// rancher.ImportedDay2Ops), and the object's fingerprint (fingerprint.go),
+// computed here from the whole object, under the top-level field
+// fingerprintKey. Everything else is dropped: at 10,000 clusters the other
+// labels and annotations were a fifth of the cache.
 // Writes never start from the slim copy alone: a conflict is retried from
 // a live read.
 func slim(obj interface{}) (interface{}, error) {
@@ -51,6 +60,10 @@ func slim(obj interface{}) (interface{}, error) {
 	return slimFromJSON(b)
 }
 
+// Transform makes the slim copy of a cluster object as the informers of
+// NewInformer do (their client-go transform), for a cache filled by hand.
+func Transform(obj interface{}) (interface{}, error) { return slim(obj) }
+
 // internTable holds one copy of the strings the slim objects repeat across
 // clusters (the agent env as JSON text, the ownership record, override
 // values): the JSON decoder allocates each anew, for every object. It
@@ -66,10 +79,6 @@ const (
 	internMax = 4096
 	internLen = 4096
 )
-
-// compactEnvKey is the field of a slim object's spec that holds
-// spec.agentEnvVars as JSON text; it exists only in the cache.
-const compactEnvKey = "leasetune.io/agentEnvVars-json"
 
 var interned = &internTable{m: map[string]string{}}
 
@@ -92,7 +101,7 @@ func (t *internTable) of(s string) string {
 // holds.
 const listPage = 500
 
-// NewSlimInformer returns an informer of the cluster kind gvr whose cache
+// NewInformer returns an informer of the cluster kind gvr whose cache
 // holds slim objects (slim) and whose initial list is read in pages of
 // listPage, each page slimmed before the next is read: a whole list
 // decoded at once (the apiserver serves an informer's usual first list,
@@ -104,7 +113,7 @@ const listPage = 500
 // With stream (NewRESTClient) the lists and watches are read by the
 // streaming decoder of wire.go, which never builds the whole object;
 // without (nil), through client, decoded whole and then slimmed.
-func NewSlimInformer(client dynamic.Interface, stream rest.Interface, gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {
+func NewInformer(client dynamic.Interface, stream rest.Interface, gvr schema.GroupVersionResource, indexers cache.Indexers) cache.SharedIndexInformer {
 	var lw *cache.ListWatch
 	if stream != nil {
 		lw = streamListWatch(stream, gvr)
@@ -146,7 +155,7 @@ func NewSlimInformer(client dynamic.Interface, stream rest.Interface, gvr schema
 }
 
 // NewRESTClient returns an unversioned REST client of cfg for /apis (its
-// QPS and burst apply), for RawPatcher and for NewSlimInformer's stream.
+// QPS and burst apply), for patch.RawPatcher and for NewInformer's stream.
 // It asks for and sends JSON whatever cfg says (the stream decoder reads
 // JSON only; custom resources have no protobuf). Error answers are
 // decoded into StatusErrors.
@@ -160,23 +169,4 @@ func NewRESTClient(cfg *rest.Config) (*rest.RESTClient, error) {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
 	return rest.UnversionedRESTClientFor(c)
-}
-
-// FleetIndexers are the indexes of the fleet Cluster informer the
-// controller and the judgement index share.
-func FleetIndexers() cache.Indexers {
-	return cache.Indexers{
-		byMgmtName: func(obj interface{}) ([]string, error) {
-			if n, ok := obj.(*unstructured.Unstructured).GetLabels()[rancher.ClusterNameLabel]; ok {
-				return []string{n}, nil
-			}
-			return nil, nil
-		},
-		withElectionEntries: func(obj interface{}) ([]string, error) {
-			if u, ok := obj.(*unstructured.Unstructured); ok && len(electionEntries(u)) > 0 {
-				return []string{"yes"}, nil
-			}
-			return nil, nil
-		},
-	}
 }

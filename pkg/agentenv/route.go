@@ -70,7 +70,7 @@ func hasOverride(u *unstructured.Unstructured) bool {
 	if u == nil {
 		return false
 	}
-	_, set := overrides(u)
+	_, set := OverridesOf(u)
 	return set[0] || set[1] || set[2]
 }
 
@@ -178,35 +178,6 @@ func (rt Routing) withIgnored(objs ...*unstructured.Unstructured) Routing {
 	return rt
 }
 
-// Decide runs Decide on the routed object: its agent env, ownership record
-// and override annotations.
-func (rt Routing) Decide(global election.Timings, channel fleet.AgentChannel) Decision {
-	env, err := agentEnvVars(rt.Target)
-	if err != nil {
-		return Decision{Problem: ProblemForeign, Err: err}
-	}
-	vals, set := overrides(rt.Target)
-	return Decide(Input{Env: env, Record: ownRecord(rt.Target), Overrides: vals, Set: set,
-		Global: global, Channel: channel, ClusterAgentReads: rt.ClusterAgentReads})
-}
-
-// DecideFacts is Decide from f, the SourceFacts FactsOf read of
-// rt.Target, without decoding the object again: the same Decision, from
-// what FactsOf read (a copy of f with its exported fields changed decides
-// as the object does). Facts not from FactsOf (a literal) are not
-// trusted: it then reads rt.Target as Decide does. The Decision's Env
-// shares its entries with f: read it, do not change it.
-func (rt Routing) DecideFacts(f SourceFacts, global election.Timings, channel fleet.AgentChannel) Decision {
-	if !f.read {
-		return rt.Decide(global, channel)
-	}
-	if f.envErr != nil {
-		return Decision{Problem: ProblemForeign, Err: f.envErr}
-	}
-	return Decide(Input{Env: f.env, Record: f.record, Overrides: f.overrides, Set: f.set,
-		Global: global, Channel: channel, ClusterAgentReads: rt.ClusterAgentReads})
-}
-
 // Strip returns the agent env of an object the project wrote to, without
 // the entries its record shows (with the recorded value), and whether there
 // were any: what `leasetune cleanup` writes. When another CATTLE_ELECTION_*
@@ -214,7 +185,7 @@ func (rt Routing) DecideFacts(f SourceFacts, global election.Timings, channel fl
 // rest would leave a partial triple the agent may refuse, so it returns an
 // error and the object is to be left as it is.
 func Strip(u *unstructured.Unstructured) ([]map[string]interface{}, bool, error) {
-	env, err := agentEnvVars(u)
+	env, err := EnvVars(u)
 	if err != nil {
 		return nil, false, err
 	}

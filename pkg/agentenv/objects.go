@@ -28,14 +28,20 @@ const (
 // OverrideAnnotations lists the override annotations in the fixed field order.
 var OverrideAnnotations = [3]string{LeaseDurationAnnotation, RenewDeadlineAnnotation, RetryPeriodAnnotation}
 
-// agentEnvVars returns spec.agentEnvVars as raw items (so that fields of
+// CompactEnvKey is the field of a slim cached copy's spec (pkg/agentenv/slim)
+// that holds spec.agentEnvVars as JSON text; it exists only in the cache.
+// EnvVars reads either form.
+const CompactEnvKey = "leasetune.io/agentEnvVars-json"
+
+// EnvVars returns u's spec.agentEnvVars as raw items (so that fields of
 // entries the project does not own survive exactly), or an error when the
 // field is not a list of objects.
 //
-// A slim cached copy holds the list as JSON text (slim); it is decoded
-// here, numbers as json.Number so that they are written back as they were.
-func agentEnvVars(u *unstructured.Unstructured) ([]map[string]interface{}, error) {
-	if text, found, _ := unstructured.NestedString(u.Object, "spec", compactEnvKey); found {
+// A slim cached copy holds the list as JSON text (CompactEnvKey); it is
+// decoded here, numbers as json.Number so that they are written back as
+// they were.
+func EnvVars(u *unstructured.Unstructured) ([]map[string]interface{}, error) {
+	if text, found, _ := unstructured.NestedString(u.Object, "spec", CompactEnvKey); found {
 		dec := json.NewDecoder(strings.NewReader(text))
 		dec.UseNumber()
 		var list []interface{}
@@ -81,8 +87,9 @@ func ownRecord(u *unstructured.Unstructured) map[string]string {
 	return r
 }
 
-// overrides reads the override annotations of u (missing ones are "").
-func overrides(u *unstructured.Unstructured) (vals [3]string, set [3]bool) {
+// OverridesOf reads the override annotations of u (missing ones are ""),
+// in the fixed field order.
+func OverridesOf(u *unstructured.Unstructured) (vals [3]string, set [3]bool) {
 	ann := u.GetAnnotations()
 	for i, a := range OverrideAnnotations {
 		vals[i], set[i] = ann[a]
@@ -90,7 +97,9 @@ func overrides(u *unstructured.Unstructured) (vals [3]string, set [3]bool) {
 	return vals, set
 }
 
-// SourceFacts is what a decision reads of a cluster's source object.
+// SourceFacts is what a decision reads of a cluster's source object:
+// FactsOf reads them, Decide decides from them. The zero SourceFacts are
+// those of an object with no agent env, no record and no overrides.
 type SourceFacts struct {
 	// Entries are its CATTLE_ELECTION_* entries of spec.agentEnvVars, in
 	// order (a valueFrom entry has ValueFrom set, its source dropped).
@@ -103,13 +112,12 @@ type SourceFacts struct {
 	// Malformed is true when spec.agentEnvVars is not a list of objects.
 	Malformed bool
 
-	// read is true for facts FactsOf read. What Routing.DecideFacts
-	// decides from is kept apart from the fields above, so that a copy
-	// with those edited still decides as the object does: env and envErr
-	// are the whole spec.agentEnvVars as decoded once (rather than
-	// decoding the object's JSON again), record the Record's map (read
-	// only, as the object's own maps are), overrides and set copies.
-	read      bool
+	// What Decide decides from is kept apart from the fields above, so
+	// that a copy with those edited (a caller previewing an override)
+	// still decides as the object does: env and envErr are the whole
+	// spec.agentEnvVars as decoded once (rather than decoding the
+	// object's JSON again), record the Record's map (read only, as the
+	// object's own maps are), overrides and set copies.
 	env       []map[string]interface{}
 	envErr    error
 	record    map[string]string
@@ -119,12 +127,12 @@ type SourceFacts struct {
 
 // FactsOf reads u's SourceFacts (a slim cached copy or a whole object),
 // decoding its spec.agentEnvVars once. Its maps (Record, and the entries
-// DecideFacts decides from) are read only.
+// Decide decides from) are read only.
 func FactsOf(u *unstructured.Unstructured) SourceFacts {
-	f := SourceFacts{Record: ownRecord(u), read: true}
-	f.Overrides, f.Set = overrides(u)
+	f := SourceFacts{Record: ownRecord(u)}
+	f.Overrides, f.Set = OverridesOf(u)
 	f.record, f.overrides, f.set = f.Record, f.Overrides, f.Set
-	f.env, f.envErr = agentEnvVars(u)
+	f.env, f.envErr = EnvVars(u)
 	if f.envErr != nil {
 		f.Malformed = true
 		return f

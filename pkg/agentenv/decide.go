@@ -61,20 +61,17 @@ const (
 
 // Input is what Decide reads for one cluster.
 type Input struct {
-	// Env is the written object's spec.agentEnvVars, as raw items.
-	Env []map[string]interface{}
-	// Record is the project's record of what it wrote there (nil: none).
-	Record map[string]string
-	// Overrides and Set are the override annotations of the source object,
-	// in the fixed field order.
-	Overrides [3]string
-	Set       [3]bool
+	// Facts are what FactsOf read of the cluster's source object (the
+	// Routing's Target): its spec.agentEnvVars, the project's record of
+	// what it wrote there, its override annotations.
+	Facts SourceFacts
 	// Global is the global agent triple; Channel the Fleet agent channel.
 	Global  election.Timings
 	Channel fleet.AgentChannel
 	// ClusterAgentReads is true when Rancher also deploys this list to the
 	// cluster's cattle-cluster-agent, which renders no CATTLE_ELECTION_*
-	// and reads them (Rancher 2.8.3+, wrangler/v2 and later).
+	// and reads them (Rancher 2.8.3+, wrangler/v2 and later:
+	// Routing.ClusterAgentReads).
 	ClusterAgentReads bool
 }
 
@@ -128,13 +125,20 @@ type Decision struct {
 //
 // Owned entries keep their position, missing ones are appended in the
 // fixed order, all three or none; entries the project does not own are
-// copied unchanged.
+// copied unchanged. A spec.agentEnvVars that is not a list of objects
+// (SourceFacts.Malformed) is left alone (ProblemForeign). The Decision's
+// Env shares its entries with in.Facts: read it, do not change it.
 func Decide(in Input) Decision {
+	f := in.Facts
+	if f.envErr != nil {
+		return Decision{Problem: ProblemForeign, Err: f.envErr}
+	}
+	env, record := f.env, f.record
 	ch := in.Channel
-	eff, effErr := Effective(in.Global, in.Overrides, in.Set)
-	anyOverride := in.Set[0] || in.Set[1] || in.Set[2]
+	eff, effErr := Effective(in.Global, f.overrides, f.set)
+	anyOverride := f.set[0] || f.set[1] || f.set[2]
 	owned := map[string]int{} // name → index in env
-	for i, e := range in.Env {
+	for i, e := range env {
 		name, _ := e["name"].(string)
 		if !election.CattlePrefix.Owns(name) {
 			continue
@@ -142,10 +146,10 @@ func Decide(in Input) Decision {
 		value, isString := e["value"].(string)
 		_, fromSource := e["valueFrom"]
 		_, dup := owned[name]
-		want, recorded := in.Record[name]
+		want, recorded := record[name]
 		if dup || fromSource || !isString || !recorded || want != value {
 			d := Decision{Effective: eff, Problem: ProblemForeign}
-			d.Runs, d.Elects, _ = ch.AgentRuns(in.Global, toEnvVars(in.Env))
+			d.Runs, d.Elects, _ = ch.AgentRuns(in.Global, toEnvVars(env))
 			msg := fmt.Sprintf("spec.agentEnvVars has %s=%q, which leasetune did not write", name, value)
 			if ch.RendersElectionEnv() {
 				msg += fmt.Sprintf(" and which duplicates a name Fleet's agent manifest renders itself (%s): remove it, or the agent's own helm upgrade fails or loops", ch)
@@ -155,20 +159,21 @@ func Decide(in Input) Decision {
 		}
 		owned[name] = i
 	}
-	fleetReads := ch.ClusterEnvReachesAgent()
-	cattleReads := in.ClusterAgentReads && !ch.RendersElectionEnv()
 	var write bool // whether the three entries are wanted
 	var problem Problem
 	var perr error
 	switch {
 	case !anyOverride:
 		base, _ := ch.Baseline(in.Global)
-		write = fleetReads && in.Global != base
-	case !fleetReads && !cattleReads:
-		problem, perr = ProblemUnsupported, unsupported(ch)
-	case effErr != nil:
-		return Decision{Effective: eff, Problem: ProblemInvalid, Err: effErr}
+		write = ch.ClusterEnvReachesAgent() && in.Global != base
 	default:
+		if perr = OverridesUnread(ch, in.ClusterAgentReads); perr != nil {
+			problem = ProblemUnsupported
+			break
+		}
+		if effErr != nil {
+			return Decision{Effective: eff, Problem: ProblemInvalid, Err: effErr}
+		}
 		write = eff != election.WranglerDefaults || len(owned) > 0
 	}
 	var out []map[string]interface{}
@@ -179,7 +184,7 @@ func Decide(in Input) Decision {
 			want[e.Name] = e.Value
 		}
 		newRec = want
-		for i, e := range in.Env {
+		for i, e := range env {
 			name, _ := e["name"].(string)
 			if idx, mine := owned[name]; mine && idx == i {
 				out = append(out, map[string]interface{}{"name": name, "value": want[name]})
@@ -193,7 +198,7 @@ func Decide(in Input) Decision {
 			}
 		}
 	} else {
-		for i, e := range in.Env {
+		for i, e := range env {
 			name, _ := e["name"].(string)
 			if idx, mine := owned[name]; mine && idx == i {
 				continue
@@ -201,15 +206,24 @@ func Decide(in Input) Decision {
 			out = append(out, e)
 		}
 	}
-	change := !sameEnv(in.Env, out) || !reflect.DeepEqual(normRecord(in.Record), normRecord(newRec))
+	change := !sameEnv(env, out) || !reflect.DeepEqual(normRecord(record), normRecord(newRec))
 	d := Decision{Change: change, Env: out, Record: newRec, Effective: eff, Problem: problem, Err: perr}
 	d.Runs, d.Elects, _ = ch.AgentRuns(in.Global, toEnvVars(out))
 	return d
 }
 
-// unsupported says why override annotations cannot take effect on a
-// channel.
-func unsupported(ch fleet.AgentChannel) error {
+// OverridesUnread says why override annotations cannot take effect on a
+// cluster on channel ch, or nil where an agent reads them: the fleet-agent
+// on Fleet v0.9.1-v0.9.x (fleet.AgentChannel.ClusterEnvReachesAgent), or
+// cattle-cluster-agent where it reads them (clusterAgentReads:
+// Routing.ClusterAgentReads) and Fleet's agent manifest renders no
+// CATTLE_ELECTION_* (a second entry of a name would break the agent's helm
+// upgrade). Decide reports it as ProblemUnsupported; the admission
+// webhook refuses such overrides with it.
+func OverridesUnread(ch fleet.AgentChannel, clusterAgentReads bool) error {
+	if ch.ClusterEnvReachesAgent() || (clusterAgentReads && !ch.RendersElectionEnv()) {
+		return nil
+	}
 	switch ch {
 	case fleet.ChannelAgentManagement, fleet.ChannelFixedV012:
 		return fmt.Errorf("per-cluster overrides cannot be applied on %s: Fleet's agent manifest renders CATTLE_ELECTION_* itself, and a second entry of a name breaks the agent's helm upgrade; the overrides are not applied (Fleet v0.9.1-v0.9.x, or v0.10-v0.11 on Rancher-managed clusters for cattle-cluster-agent, allow them)", ch)

@@ -1,4 +1,4 @@
-package agentenv
+package slim
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
 )
@@ -30,8 +31,8 @@ func wireCluster() *unstructured.Unstructured {
 			"creationTimestamp": "2026-01-01T00:00:00Z", "finalizers": []interface{}{"fleet.cattle.io/cluster"},
 			"labels": map[string]interface{}{rancher.ClusterNameLabel: "c-abcde", "env": "prod"},
 			"annotations": map[string]interface{}{
-				RecordAnnotation: `{"CATTLE_ELECTION_RETRY_PERIOD":"10s"}`, StatusAnnotation: "ok",
-				RetryPeriodAnnotation: "5s", "objectset.rio.cattle.io/applied": "H4sI<big>", "note": "a <b> & \u2028 c",
+				agentenv.RecordAnnotation: `{"CATTLE_ELECTION_RETRY_PERIOD":"10s"}`, agentenv.StatusAnnotation: "ok",
+				agentenv.RetryPeriodAnnotation: "5s", "objectset.rio.cattle.io/applied": "H4sI<big>", "note": "a <b> & \u2028 c",
 			},
 			"managedFields": []interface{}{map[string]interface{}{"manager": "rancher", "operation": "Update",
 				"fieldsV1": map[string]interface{}{"f:spec": map[string]interface{}{"f:agentEnvVars": map[string]interface{}{}}}}},
@@ -80,14 +81,14 @@ func TestWireDecodeKeepsWhatTheControllerReads(t *testing.T) {
 		t.Errorf("labels %v", s.GetLabels())
 	}
 	ann := s.GetAnnotations()
-	if ann[RecordAnnotation] == "" || ann[StatusAnnotation] != "ok" || ann[RetryPeriodAnnotation] != "5s" || len(ann) != 3 {
+	if ann[agentenv.RecordAnnotation] == "" || ann[agentenv.StatusAnnotation] != "ok" || ann[agentenv.RetryPeriodAnnotation] != "5s" || len(ann) != 3 {
 		t.Errorf("annotations %v", ann)
 	}
-	got, err := agentEnvVars(s)
+	got, err := agentenv.EnvVars(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := agentEnvVars(whole)
+	want, _ := agentenv.EnvVars(whole)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("agentEnvVars %v, want %v", got, want)
 	}
@@ -112,13 +113,13 @@ func TestWireDecodeKeepsWhatTheControllerReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env, _ := agentEnvVars(s); env != nil || !rancher.HasRKEConfig(s) {
+	if env, _ := agentenv.EnvVars(s); env != nil || !rancher.HasRKEConfig(s) {
 		t.Errorf("env %v, rkeConfig %v", env, rancher.HasRKEConfig(s))
 	}
 	whole.Object["spec"].(map[string]interface{})["agentEnvVars"] = nil
 	whole.Object["spec"].(map[string]interface{})["rkeConfig"] = nil
 	s, _ = slimFromJSON(encode(t, whole))
-	if env, _ := agentEnvVars(s); env != nil || rancher.HasRKEConfig(s) {
+	if env, _ := agentenv.EnvVars(s); env != nil || rancher.HasRKEConfig(s) {
 		t.Errorf("null env %v, null rkeConfig %v", env, rancher.HasRKEConfig(s))
 	}
 }
@@ -132,9 +133,9 @@ func TestFingerprintCoversAllButTheProjectsFields(t *testing.T) {
 		"resourceVersion": func(o map[string]interface{}) { meta(o)["resourceVersion"] = "99" },
 		"generation":      func(o map[string]interface{}) { meta(o)["generation"] = int64(8) },
 		"managedFields":   func(o map[string]interface{}) { delete(meta(o), "managedFields") },
-		"record":          func(o map[string]interface{}) { ann(o)[RecordAnnotation] = "{}" },
+		"record":          func(o map[string]interface{}) { ann(o)[agentenv.RecordAnnotation] = "{}" },
 		"status annotation": func(o map[string]interface{}) {
-			delete(ann(o), StatusAnnotation)
+			delete(ann(o), agentenv.StatusAnnotation)
 		},
 		"env":    func(o map[string]interface{}) { spec(o)["agentEnvVars"] = []interface{}{} },
 		"status": func(o map[string]interface{}) { o["status"] = map[string]interface{}{"clusterName": "other"} },
@@ -150,7 +151,7 @@ func TestFingerprintCoversAllButTheProjectsFields(t *testing.T) {
 		"a label":                  func(o map[string]interface{}) { meta(o)["labels"].(map[string]interface{})["env"] = "dev" },
 		"a label added":            func(o map[string]interface{}) { meta(o)["labels"].(map[string]interface{})["team"] = "x" },
 		"Rancher's applied copy":   func(o map[string]interface{}) { ann(o)["objectset.rio.cattle.io/applied"] = "H4sI<other>" },
-		"an override annotation":   func(o map[string]interface{}) { ann(o)[RetryPeriodAnnotation] = "6s" },
+		"an override annotation":   func(o map[string]interface{}) { ann(o)[agentenv.RetryPeriodAnnotation] = "6s" },
 		"a toleration":             func(o map[string]interface{}) { spec(o)["agentTolerations"] = []interface{}{} },
 		"a resource limit":         func(o map[string]interface{}) { spec(o)["agentResources"] = map[string]interface{}{} },
 		"a number":                 func(o map[string]interface{}) { spec(o)["replicas"] = int64(4) },

@@ -1,4 +1,4 @@
-package agentenv
+package slim
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -21,7 +22,7 @@ func TestSlimKeepsWhatTheControllerReads(t *testing.T) {
 		"apiVersion": "provisioning.cattle.io/v1", "kind": "Cluster",
 		"metadata": map[string]interface{}{"name": "prod", "namespace": "fleet-default", "uid": "u1", "resourceVersion": "7",
 			"labels": map[string]interface{}{"env": "prod"},
-			"annotations": map[string]interface{}{RetryPeriodAnnotation: "5s", RecordAnnotation: `{"CATTLE_ELECTION_RETRY_PERIOD":"5s"}`,
+			"annotations": map[string]interface{}{agentenv.RetryPeriodAnnotation: "5s", agentenv.RecordAnnotation: `{"CATTLE_ELECTION_RETRY_PERIOD":"5s"}`,
 				"objectset.rio.cattle.io/applied": "H4sIAAAA...big", "kubectl.kubernetes.io/last-applied-configuration": "{...}"},
 			"managedFields": []interface{}{map[string]interface{}{"manager": "rancher"}}},
 		"spec": map[string]interface{}{"agentEnvVars": []interface{}{map[string]interface{}{"name": "HTTPS_PROXY", "value": "p"}},
@@ -47,7 +48,7 @@ func TestSlimKeepsWhatTheControllerReads(t *testing.T) {
 		t.Error("status kept")
 	}
 	if s.GetUID() != "u1" || s.GetResourceVersion() != "7" || rancher.ManagementNameOf(s) != "c-m-abcd1234" || !rancher.HasRKEConfig(s) ||
-		s.GetAnnotations()[RetryPeriodAnnotation] != "5s" || s.GetAnnotations()[RecordAnnotation] == "" {
+		s.GetAnnotations()[agentenv.RetryPeriodAnnotation] != "5s" || s.GetAnnotations()[agentenv.RecordAnnotation] == "" {
 		t.Errorf("lost what is read: %v", s.Object)
 	}
 	if _, ok := s.GetLabels()["env"]; ok {
@@ -66,12 +67,15 @@ func TestSlimKeepsWhatTheControllerReads(t *testing.T) {
 	fc := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
 		"metadata": map[string]interface{}{"name": "prod", "namespace": "fleet-default", "labels": map[string]interface{}{rancher.ClusterNameLabel: "c-m-abcd1234"}}}}
 	rv, _ := rancher.Parse("v2.10.3")
-	whole, err1 := Route(fc, prov, nil, rv)
-	slimmed, err2 := Route(fc, s, nil, rv)
+	whole, err1 := agentenv.Route(fc, prov, nil, rv)
+	slimmed, err2 := agentenv.Route(fc, s, nil, rv)
 	if err1 != nil || err2 != nil || whole.TargetRef != slimmed.TargetRef || whole.Provisioned != slimmed.Provisioned {
 		t.Fatalf("routes differ: %+v %v / %+v %v", whole, err1, slimmed, err2)
 	}
-	a, b := whole.Decide(election.FleetDefaults, fleet.ChannelClusterEnvV09), slimmed.Decide(election.FleetDefaults, fleet.ChannelClusterEnvV09)
+	decide := func(rt agentenv.Routing) agentenv.Decision {
+		return agentenv.Decide(agentenv.Input{Facts: agentenv.FactsOf(rt.Target), Global: election.FleetDefaults, Channel: fleet.ChannelClusterEnvV09})
+	}
+	a, b := decide(whole), decide(slimmed)
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("decisions differ:\n%+v\n%+v", a, b)
 	}
@@ -92,7 +96,7 @@ func TestSlimInternsRepeatedStrings(t *testing.T) {
 		}}
 	}
 	text := func(u interface{}) string {
-		s, _, _ := unstructured.NestedString(u.(*unstructured.Unstructured).Object, "spec", compactEnvKey)
+		s, _, _ := unstructured.NestedString(u.(*unstructured.Unstructured).Object, "spec", agentenv.CompactEnvKey)
 		return s
 	}
 	a, _ := slim(mk("a"))
@@ -101,8 +105,8 @@ func TestSlimInternsRepeatedStrings(t *testing.T) {
 	if ta == "" || unsafe.StringData(ta) != unsafe.StringData(tb) {
 		t.Errorf("the env text is not shared: %q %q", ta, tb)
 	}
-	got, err := agentEnvVars(a.(*unstructured.Unstructured))
-	whole, _ := agentEnvVars(mk("a"))
+	got, err := agentenv.EnvVars(a.(*unstructured.Unstructured))
+	whole, _ := agentenv.EnvVars(mk("a"))
 	if err != nil || len(got) != 2 || got[0]["name"] != "CATTLE_ELECTION_RETRY_PERIOD" || got[0]["value"] != "10s" {
 		t.Fatalf("read back: %v %v", got, err)
 	}

@@ -95,7 +95,7 @@ func TestNothingPropagatedLeavesAnAgentInvalid(t *testing.T) {
 		if len(JudgeGlobal(cur, next, ch, []ClusterEnv{c})) == 0 {
 			global = next // the change goes out
 		}
-		d := Decide(Input{Env: env, Overrides: vals, Set: set, Global: global, Channel: ch, ClusterAgentReads: rng.Intn(2) == 0})
+		d := Decide(Input{Facts: factsOf(env, nil, vals, set), Global: global, Channel: ch, ClusterAgentReads: rng.Intn(2) == 0})
 		after := env
 		if d.Change {
 			after = d.Env
