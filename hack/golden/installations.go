@@ -11,11 +11,11 @@ import (
 
 	"leasetune.io/leasetune/pkg/agentenv"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
@@ -126,8 +126,8 @@ func rancherDeployment(v string, replicas int32, e []corev1.EnvVar, record map[s
 }
 
 func rancherConfig(doc string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rancherNS, Name: fleetsettings.RancherConfigName},
-		Data: map[string]string{fleetsettings.RancherConfigKey: doc}}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rancherNS, Name: fleetenv.RancherConfigName},
+		Data: map[string]string{fleetenv.RancherConfigKey: doc}}
 }
 
 // clusterObject is a cluster object of kind gvr with annotations ann (the

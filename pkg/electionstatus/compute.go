@@ -11,10 +11,10 @@ import (
 
 	"leasetune.io/leasetune/pkg/agentenv"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/locks"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -54,7 +54,7 @@ func Compute(snap *inventory.Snapshot, triples map[settings.Component]settings.C
 	agent := triples[settings.FleetAgent]
 	if agent.HasEffective {
 		ctrl := triples[settings.FleetController]
-		in := fleetsettings.Inputs{Controller: ctrl.Effective, ControllerOK: ctrl.HasEffective,
+		in := fleetenv.Inputs{Controller: ctrl.Effective, ControllerOK: ctrl.HasEffective,
 			Agent: agent.Effective, AgentOK: true, Channel: snap.Channel}
 		if err := snap.JudgeAgents(in); err != nil {
 			st.Fleet.JudgeProblem = err.Error()
@@ -113,7 +113,7 @@ func component(snap *inventory.Snapshot, c settings.Component, cs settings.Compo
 // writes: every Fleet container of the Fleet target Deployments
 // (CATTLE_ELECTION_*) for fleet-controller; fleet-agentmanagement's
 // FLEET_AGENT_ELECTION_* for fleet-agent, on the agentmanagement channel
-// or where they are already set (fleetsettings.Desired); the rancher
+// or where they are already set (fleetenv.Desired); the rancher
 // container for rancher.
 func targets(snap *inventory.Snapshot, c settings.Component) []Target {
 	var out []Target
@@ -186,19 +186,19 @@ func envVarsOf(env []corev1.EnvVar) []EnvVar {
 
 // rancherConfig reads the leaderElection.* and agent.leaderElection.* keys
 // of rancher-config's fleet values as written, and whether leasetune
-// leaves the ConfigMap alone (fleetsettings.MergeChartValues refuses it).
+// leaves the ConfigMap alone (fleetenv.MergeChartValues refuses it).
 func rancherConfig(snap *inventory.Snapshot, triples map[settings.Component]settings.ComponentStatus) RancherConfig {
 	cm := snap.RancherConfig
 	if cm == nil {
 		return RancherConfig{}
 	}
-	out := RancherConfig{Present: true, Object: "ConfigMap " + snap.Options.RancherNamespace + "/" + fleetsettings.RancherConfigName}
-	doc := cm.Data[fleetsettings.RancherConfigKey]
+	out := RancherConfig{Present: true, Object: "ConfigMap " + snap.Options.RancherNamespace + "/" + fleetenv.RancherConfigName}
+	doc := cm.Data[fleetenv.RancherConfigKey]
 	ctrl, agent := triples[settings.FleetController], triples[settings.FleetAgent]
-	if _, _, err := fleetsettings.MergeChartValues(doc, ctrl.Effective, ctrl.HasEffective, agent.Effective, agent.HasEffective); err != nil {
+	if _, _, err := fleetenv.MergeChartValues(doc, ctrl.Effective, ctrl.HasEffective, agent.Effective, agent.HasEffective); err != nil {
 		out.Problem = err.Error()
 	}
-	out.SchemaProblems = fleetsettings.ChartValueProblems(doc)
+	out.SchemaProblems = fleetenv.ChartValueProblems(doc)
 	var values map[string]interface{}
 	if yaml.Unmarshal([]byte(doc), &values) != nil {
 		return out

@@ -149,7 +149,7 @@ type RancherConfig struct {
 	// Problem says why leasetune leaves it as it is ("": none).
 	Problem string `json:"problem,omitempty"`
 	// SchemaProblems are its values Fleet v0.16's chart refuses
-	// (fleetsettings.ChartValueProblems): Rancher's install or upgrade of
+	// (fleetenv.ChartValueProblems): Rancher's install or upgrade of
 	// that Fleet fails on them.
 	SchemaProblems []string `json:"schemaProblems,omitempty"`
 }

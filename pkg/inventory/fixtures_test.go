@@ -11,8 +11,8 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -74,8 +74,8 @@ func int32p(n int32) *int32 { return &n }
 func installation() (kube, dyn []runtime.Object) {
 	kube = []runtime.Object{
 		configMap(ns, settings.DefaultStateName, map[string]string{}),
-		configMap(ns, fleetsettings.ChannelConfigMapName, map[string]string{"channel": "agentmanagement", "evidence": "image rancher/fleet:v0.14.10"}),
-		configMap(rancherNS, fleetsettings.RancherConfigName, map[string]string{fleetsettings.RancherConfigKey: "{}"}),
+		configMap(ns, fleetenv.ChannelConfigMapName, map[string]string{"channel": "agentmanagement", "evidence": "image rancher/fleet:v0.14.10"}),
+		configMap(rancherNS, fleetenv.RancherConfigName, map[string]string{fleetenv.RancherConfigKey: "{}"}),
 		deployment(fleetNS, fleet.ControllerDeployment, nil,
 			corev1.Container{Name: fleet.ControllerContainer, Image: "rancher/fleet:v0.14.10"},
 			corev1.Container{Name: fleet.AgentManagementContainer, Image: "rancher/fleet:v0.14.10"}),

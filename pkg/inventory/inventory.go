@@ -45,12 +45,12 @@ const (
 	// Options.Namespace.
 	State
 	// ChannelRecord is leasetune's record of the Fleet agent channel
-	// (fleetsettings.ChannelConfigMapName) in Options.Namespace.
+	// (fleetenv.ChannelConfigMapName) in Options.Namespace.
 	ChannelRecord
 	// FleetDeployments are the Deployments in Options.FleetNamespace; the
 	// channel is detected from the fleet-controller one among them.
 	FleetDeployments
-	// RancherConfig is rancher-config (fleetsettings.RancherConfigName) in
+	// RancherConfig is rancher-config (fleetenv.RancherConfigName) in
 	// Options.RancherNamespace.
 	RancherConfig
 	// RancherDeployment is the Rancher Deployment (Options.RancherDeployment

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -57,11 +57,11 @@ func Read(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, o
 		{Settings, r.settings},
 		{State, func() error { return r.configMap(State, opts.Namespace, settings.DefaultStateName, &r.snap.State) }},
 		{ChannelRecord, func() error {
-			return r.configMap(ChannelRecord, opts.Namespace, fleetsettings.ChannelConfigMapName, &r.snap.ChannelRecord)
+			return r.configMap(ChannelRecord, opts.Namespace, fleetenv.ChannelConfigMapName, &r.snap.ChannelRecord)
 		}},
 		{FleetDeployments, r.fleetDeployments},
 		{RancherConfig, func() error {
-			return r.configMap(RancherConfig, opts.RancherNamespace, fleetsettings.RancherConfigName, &r.snap.RancherConfig)
+			return r.configMap(RancherConfig, opts.RancherNamespace, fleetenv.RancherConfigName, &r.snap.RancherConfig)
 		}},
 		{RancherDeployment, r.rancherDeployment},
 		{Clusters, r.clusters},

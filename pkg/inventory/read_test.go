@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
 
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -22,9 +22,9 @@ import (
 // everyCall is what Read(All) asks, each once, in order per clientset.
 var everyCall = []call{
 	{"get", "", "configmaps", settings.DefaultStateName},
-	{"get", "", "configmaps", fleetsettings.ChannelConfigMapName},
+	{"get", "", "configmaps", fleetenv.ChannelConfigMapName},
 	{"list", "apps", "deployments", ""},
-	{"get", "", "configmaps", fleetsettings.RancherConfigName},
+	{"get", "", "configmaps", fleetenv.RancherConfigName},
 	{"get", "apps", "deployments", "rancher"},
 	{"list", "management.cattle.io", "settings", ""},
 	{"list", "fleet.cattle.io", "clusters", ""},
@@ -149,9 +149,9 @@ var reads = []struct {
 	{call{"list", "management.cattle.io", "settings", ""}, Settings, "list settings.management.cattle.io: "},
 	{call{"get", "management.cattle.io", "settings", "fleet-leader-election-lease-duration"}, Settings, "get setting fleet-leader-election-lease-duration: "},
 	{call{"get", "", "configmaps", settings.DefaultStateName}, State, "get ConfigMap leasetune-system/leasetune-state: "},
-	{call{"get", "", "configmaps", fleetsettings.ChannelConfigMapName}, ChannelRecord, "get ConfigMap leasetune-system/leasetune-fleet-channel: "},
+	{call{"get", "", "configmaps", fleetenv.ChannelConfigMapName}, ChannelRecord, "get ConfigMap leasetune-system/leasetune-fleet-channel: "},
 	{call{"list", "apps", "deployments", ""}, FleetDeployments, "list Deployments in cattle-fleet-system: "},
-	{call{"get", "", "configmaps", fleetsettings.RancherConfigName}, RancherConfig, "get ConfigMap cattle-system/rancher-config: "},
+	{call{"get", "", "configmaps", fleetenv.RancherConfigName}, RancherConfig, "get ConfigMap cattle-system/rancher-config: "},
 	{call{"get", "apps", "deployments", "rancher"}, RancherDeployment, "get Deployment cattle-system/rancher: "},
 	{call{"list", "fleet.cattle.io", "clusters", ""}, Clusters, "list clusters.fleet.cattle.io: "},
 	{call{"list", "provisioning.cattle.io", "clusters", ""}, Clusters, "list clusters.provisioning.cattle.io: "},
@@ -205,10 +205,10 @@ func TestReadToleratesNotFound(t *testing.T) {
 			return len(s.Settings) == 1 && s.Settings[0].Name == "fleet-agent-leader-election-lease-duration"
 		}},
 		{call{"get", "", "configmaps", settings.DefaultStateName}, State, func(s *Snapshot) bool { return s.State == nil && s.StateData() == nil }},
-		{call{"get", "", "configmaps", fleetsettings.ChannelConfigMapName}, ChannelRecord, func(s *Snapshot) bool {
+		{call{"get", "", "configmaps", fleetenv.ChannelConfigMapName}, ChannelRecord, func(s *Snapshot) bool {
 			return s.ChannelRecord == nil && s.Channel == fleet.ChannelAgentManagement
 		}},
-		{call{"get", "", "configmaps", fleetsettings.RancherConfigName}, RancherConfig, func(s *Snapshot) bool { return s.RancherConfig == nil }},
+		{call{"get", "", "configmaps", fleetenv.RancherConfigName}, RancherConfig, func(s *Snapshot) bool { return s.RancherConfig == nil }},
 		{call{"get", "apps", "deployments", "rancher"}, RancherDeployment, func(s *Snapshot) bool {
 			return s.Rancher == nil && s.RancherReplicas == 0 && !s.RancherVersion.Known
 		}},

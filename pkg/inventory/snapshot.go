@@ -5,9 +5,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"leasetune.io/leasetune/pkg/agentenv"
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -119,7 +119,7 @@ func byClusterName(provs []unstructured.Unstructured) map[string]*unstructured.U
 // over the snapshot's fleet Clusters): an error names the clusters whose
 // fleet-agent would run a triple client-go refuses; nil on other
 // channels, or when fleet-agentmanagement already holds in.Agent.
-func (s *Snapshot) JudgeAgents(in fleetsettings.Inputs) error {
+func (s *Snapshot) JudgeAgents(in fleetenv.Inputs) error {
 	if in.Channel != fleet.ChannelAgentManagement {
 		return nil
 	}

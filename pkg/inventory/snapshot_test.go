@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/rancher"
 )
 
@@ -17,7 +17,7 @@ import (
 // with the record, else the record, else unknown.
 func TestChannel(t *testing.T) {
 	record := func(ch string) *corev1.ConfigMap {
-		return configMap(ns, fleetsettings.ChannelConfigMapName, map[string]string{"channel": ch, "evidence": "image x"})
+		return configMap(ns, fleetenv.ChannelConfigMapName, map[string]string{"channel": ch, "evidence": "image x"})
 	}
 	tagged := *deployment(fleetNS, fleet.ControllerDeployment, nil, corev1.Container{Name: fleet.ControllerContainer, Image: "rancher/fleet:v0.12.4"})
 	untagged := *deployment(fleetNS, fleet.ControllerDeployment, nil, corev1.Container{Name: fleet.ControllerContainer, Image: "rancher/fleet:dev"})

@@ -44,6 +44,7 @@ import (
 	"leasetune.io/leasetune/pkg/crds"
 	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
 	mgmtv3 "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/inventory"
@@ -241,7 +242,7 @@ func rancherFactories(rc *rest.Config, cfg Config) (*core.Factory, *apps.Factory
 			},
 		})}
 	}
-	cf, err := core.NewFactoryFromConfigWithOptions(rc, byName(fleetsettings.RancherConfigName))
+	cf, err := core.NewFactoryFromConfigWithOptions(rc, byName(fleetenv.RancherConfigName))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -299,7 +300,7 @@ func startStatus(ctx context.Context, rc *rest.Config, dc discovery.DiscoveryInt
 				return l
 			},
 			RancherConfig: func() *corev1.ConfigMap {
-				cm, _ := src.configMaps.Cache().Get(cfg.RancherNamespace, fleetsettings.RancherConfigName)
+				cm, _ := src.configMaps.Cache().Get(cfg.RancherNamespace, fleetenv.RancherConfigName)
 				return cm
 			},
 			Rancher: func() *appsv1.Deployment {

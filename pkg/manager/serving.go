@@ -20,8 +20,8 @@ import (
 
 	"leasetune.io/leasetune/pkg/admission"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/ownstate"
 	"leasetune.io/leasetune/pkg/settings"
@@ -93,7 +93,7 @@ func webhookHandler(rc *rest.Config, cs kubernetes.Interface, cfg Config, log *s
 		if cfg.ChannelOverride != "" {
 			return cfg.ChannelOverride, true, nil
 		}
-		cm, err := ownstate.Load(ctx, cs.CoreV1(), cfg.Namespace, fleetsettings.ChannelConfigMapName)
+		cm, err := ownstate.Load(ctx, cs.CoreV1(), cfg.Namespace, fleetenv.ChannelConfigMapName)
 		if err != nil || cm == nil {
 			return "", false, err
 		}

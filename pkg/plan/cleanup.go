@@ -17,10 +17,10 @@ import (
 
 	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/agentenv/patch"
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -98,7 +98,7 @@ type Cleanup struct {
 func ownObjects(opts Options) []struct{ kind, name string } {
 	return []struct{ kind, name string }{
 		{"ConfigMap", settings.DefaultStateName},
-		{"ConfigMap", fleetsettings.ChannelConfigMapName},
+		{"ConfigMap", fleetenv.ChannelConfigMapName},
 		{"Secret", manager.WebhookSecretName},
 		{"Lease", opts.Lease()},
 	}

@@ -23,10 +23,10 @@ import (
 
 	"leasetune.io/leasetune/pkg/agentenv"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/locks"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -150,7 +150,7 @@ func FromSnapshot(snap *inventory.Snapshot, set []Assignment) *Report {
 		r.LeftAlone = append(r.LeftAlone, "state: "+err.Error())
 	}
 	ctrl, agent := r.Triples[settings.FleetController], r.Triples[settings.FleetAgent]
-	in := fleetsettings.Inputs{Controller: ctrl.Effective, ControllerOK: ctrl.HasEffective,
+	in := fleetenv.Inputs{Controller: ctrl.Effective, ControllerOK: ctrl.HasEffective,
 		Agent: agent.Effective, AgentOK: agent.HasEffective, Channel: r.Channel}
 	if in.AgentOK {
 		if err := snap.JudgeAgents(in); err != nil {
@@ -165,12 +165,12 @@ func FromSnapshot(snap *inventory.Snapshot, set []Assignment) *Report {
 	return r
 }
 
-// planFleet adds the Fleet Deployments' env entries (fleetsettings.Desired).
-func (r *Report) planFleet(in fleetsettings.Inputs) {
+// planFleet adds the Fleet Deployments' env entries (fleetenv.Desired).
+func (r *Report) planFleet(in fleetenv.Inputs) {
 	r.fleetLocks = r.snap.FleetLocks()
 	for i := range r.snap.FleetDeployments {
 		d := &r.snap.FleetDeployments[i]
-		for _, ch := range fleetsettings.Desired(d, in) {
+		for _, ch := range fleetenv.Desired(d, in) {
 			for _, e := range ch.Env {
 				if old := envValue(d, ch.Container, e.Name); old == e.Value || sameDuration(old, e.Value) {
 					continue // rewritten with the value it has: no change
@@ -192,15 +192,15 @@ func (r *Report) planFleet(in fleetsettings.Inputs) {
 }
 
 // planRancherConfig adds rancher-config's Fleet chart values
-// (fleetsettings.MergeChartValues).
+// (fleetenv.MergeChartValues).
 func (r *Report) planRancherConfig(ctrl, agent settings.ComponentStatus) {
 	cm := r.snap.RancherConfig
 	if cm == nil {
 		return
 	}
 	ns := r.snap.Options.RancherNamespace
-	merged, changed, err := fleetsettings.MergeChartValues(cm.Data[fleetsettings.RancherConfigKey], ctrl.Effective, ctrl.HasEffective, agent.Effective, agent.HasEffective)
-	after := cm.Data[fleetsettings.RancherConfigKey]
+	merged, changed, err := fleetenv.MergeChartValues(cm.Data[fleetenv.RancherConfigKey], ctrl.Effective, ctrl.HasEffective, agent.Effective, agent.HasEffective)
+	after := cm.Data[fleetenv.RancherConfigKey]
 	switch {
 	case err != nil:
 		r.LeftAlone = append(r.LeftAlone, "ConfigMap "+ns+"/rancher-config: "+err.Error())
@@ -211,7 +211,7 @@ func (r *Report) planRancherConfig(ctrl, agent settings.ComponentStatus) {
 			Restarts: "nothing now; Rancher's next Fleet chart upgrade keeps these values"})
 	}
 	// What stays after the writes and Fleet v0.16's chart refuses.
-	for _, p := range fleetsettings.ChartValueProblems(after) {
+	for _, p := range fleetenv.ChartValueProblems(after) {
 		r.LeftAlone = append(r.LeftAlone, "ConfigMap "+ns+"/rancher-config: "+p)
 	}
 }

@@ -9,13 +9,10 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/ownstate"
 )
-
-// ChannelConfigMapName is the ConfigMap, in the project's namespace, that
-// records the detected Fleet agent channel (keys "channel" and "evidence").
-const ChannelConfigMapName = "leasetune-fleet-channel"
 
 // Channels offers the detected Fleet agent channel to the agentenv
 // controller.
@@ -43,7 +40,7 @@ type channelRecord struct {
 
 // load reads the recorded channel; a missing ConfigMap records nothing.
 func (r *channelRecord) load(ctx context.Context) error {
-	cm, err := ownstate.Load(ctx, r.client, r.namespace, ChannelConfigMapName)
+	cm, err := ownstate.Load(ctx, r.client, r.namespace, fleetenv.ChannelConfigMapName)
 	if err != nil || cm == nil {
 		return err
 	}
@@ -110,7 +107,7 @@ func (r *channelRecord) set(ctx context.Context, d fleet.Detection) (bool, error
 		base = cm.Data["channel"]
 	}
 	data := map[string]string{"channel": string(d.Channel), "evidence": d.Evidence}
-	out, err := ownstate.Save(ctx, r.client, r.namespace, ChannelConfigMapName, cm, func(current map[string]string) (map[string]string, error) {
+	out, err := ownstate.Save(ctx, r.client, r.namespace, fleetenv.ChannelConfigMapName, cm, func(current map[string]string) (map[string]string, error) {
 		if _, perr := fleet.ParseChannel(current["channel"]); perr == nil && current["channel"] != base {
 			return current, nil // recorded by another writer meanwhile
 		}

@@ -9,13 +9,14 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/ownstate/ownstatetest"
 )
 
 func seedChannel(t *testing.T, tracker k8stesting.ObjectTracker, ch fleet.AgentChannel) {
 	t.Helper()
 	if err := tracker.Add(&corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "leasetune", Name: ChannelConfigMapName, ResourceVersion: "1"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "leasetune", Name: fleetenv.ChannelConfigMapName, ResourceVersion: "1"},
 		Data:       map[string]string{"channel": string(ch), "evidence": "seeded"},
 	}); err != nil {
 		t.Fatal(err)
@@ -24,7 +25,7 @@ func seedChannel(t *testing.T, tracker k8stesting.ObjectTracker, ch fleet.AgentC
 
 func storedChannel(t *testing.T, tracker k8stesting.ObjectTracker) map[string]string {
 	t.Helper()
-	obj, err := tracker.Get(ownstatetest.GVR, "leasetune", ChannelConfigMapName)
+	obj, err := tracker.Get(ownstatetest.GVR, "leasetune", fleetenv.ChannelConfigMapName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -216,14 +217,14 @@ func (c *Controller) EnqueueAll() {
 	for _, d := range ds {
 		c.opts.Deployments.Enqueue(d.Namespace, d.Name)
 	}
-	c.opts.ConfigMaps.Enqueue(c.opts.RancherNamespace, RancherConfigName)
+	c.opts.ConfigMaps.Enqueue(c.opts.RancherNamespace, fleetenv.RancherConfigName)
 }
 
 // inputs gathers the effective triples and the channel. A change of the
 // agent triple that CheckAgentTriple refuses is left out (AgentOK false):
 // the agents keep the triple they run.
-func (c *Controller) inputs(ctx context.Context) Inputs {
-	var in Inputs
+func (c *Controller) inputs(ctx context.Context) fleetenv.Inputs {
+	var in fleetenv.Inputs
 	in.Controller, in.ControllerOK = c.opts.Triples.Effective(settings.FleetController)
 	in.Agent, in.AgentOK = c.opts.Triples.Effective(settings.FleetAgent)
 	in.Channel, _ = c.Channel()
@@ -307,11 +308,11 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 		}
 	}
 	in := c.inputs(ctx)
-	changes := Desired(d, in)
+	changes := fleetenv.Desired(d, in)
 	if len(changes) == 0 {
 		return nil
 	}
-	body, err := PatchBody(d, changes)
+	body, err := fleetenv.PatchBody(d, changes)
 	if err != nil {
 		return err
 	}
@@ -345,7 +346,7 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 }
 
 // redeploysAgents reports whether changes write FLEET_AGENT_ELECTION_*.
-func redeploysAgents(changes []ContainerEnv) bool {
+func redeploysAgents(changes []fleetenv.ContainerEnv) bool {
 	for _, ch := range changes {
 		for _, e := range ch.Env {
 			if election.FleetAgentPrefix.Owns(e.Name) {
@@ -360,11 +361,11 @@ func redeploysAgents(changes []ContainerEnv) bool {
 // the fleet key of rancher-config equal to the effective triples. A value
 // that is not a YAML mapping is reported and left alone.
 func (c *Controller) syncRancherConfig(ctx context.Context, cm *corev1.ConfigMap) error {
-	if cm == nil || cm.Namespace != c.opts.RancherNamespace || cm.Name != RancherConfigName {
+	if cm == nil || cm.Namespace != c.opts.RancherNamespace || cm.Name != fleetenv.RancherConfigName {
 		return nil
 	}
 	in := c.inputs(ctx)
-	merged, changed, err := MergeChartValues(cm.Data[RancherConfigKey], in.Controller, in.ControllerOK, in.Agent, in.AgentOK)
+	merged, changed, err := fleetenv.MergeChartValues(cm.Data[fleetenv.RancherConfigKey], in.Controller, in.ControllerOK, in.Agent, in.AgentOK)
 	if err != nil {
 		c.log.Error("rancher-config left alone", "configmap", cm.Namespace+"/"+cm.Name, "error", err)
 		if c.opts.Recorder != nil {
@@ -380,7 +381,7 @@ func (c *Controller) syncRancherConfig(ctx context.Context, cm *corev1.ConfigMap
 	// from the fresh object.
 	body, err := json.Marshal(map[string]interface{}{
 		"metadata": map[string]interface{}{"resourceVersion": cm.ResourceVersion},
-		"data":     map[string]string{RancherConfigKey: merged},
+		"data":     map[string]string{fleetenv.RancherConfigKey: merged},
 	})
 	if err != nil {
 		return err
@@ -421,7 +422,7 @@ func (c *Controller) beginPropagation(now time.Time, keys []string) {
 	for _, k := range keys {
 		c.owed[k] = true
 	}
-	c.owed[c.opts.RancherNamespace+"/"+RancherConfigName] = true
+	c.owed[c.opts.RancherNamespace+"/"+fleetenv.RancherConfigName] = true
 	c.publishPropagation()
 }
 

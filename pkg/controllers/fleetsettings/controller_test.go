@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/golang/mock/gomock"
 	"github.com/rancher/wrangler/v2/pkg/generic/fake"
@@ -17,12 +18,21 @@ import (
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/kit"
 )
 
 // fixedTriples is a settings.Triples that never changes.
+// The Fleet Deployments' entries at Fleet's defaults, and a controller
+// triple that differs from them.
+var (
+	fleetEnv = kit.Env("NAMESPACE=x", "CATTLE_ELECTION_LEASE_DURATION=30s", "CATTLE_ELECTION_RETRY_PERIOD=10s", "CATTLE_ELECTION_RENEW_DEADLINE=25s")
+	agentEnv = kit.Env("FLEET_AGENT_ELECTION_LEASE_DURATION=30s", "FLEET_AGENT_ELECTION_RETRY_PERIOD=10s", "FLEET_AGENT_ELECTION_RENEW_DEADLINE=25s")
+	five     = election.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 25 * time.Second, RetryPeriod: 5 * time.Second}
+)
+
 type fixedTriples map[settings.Component]election.Timings
 
 func (f fixedTriples) Effective(c settings.Component) (election.Timings, bool) {
@@ -91,7 +101,7 @@ func TestEnqueueAll(t *testing.T) {
 	cache.EXPECT().List("cattle-fleet-system", labels.Everything()).Return([]*appsv1.Deployment{gitjob(nil), kit.Deployment("", "helmops")}, nil)
 	deps.EXPECT().Enqueue("cattle-fleet-system", "gitjob")
 	deps.EXPECT().Enqueue("", "helmops")
-	cms.EXPECT().Enqueue("cattle-system", RancherConfigName)
+	cms.EXPECT().Enqueue("cattle-system", fleetenv.RancherConfigName)
 	c.EnqueueAll()
 	if n := len(cs.Actions()); n != 0 {
 		t.Errorf("%d API calls", n)

@@ -11,7 +11,9 @@
 //   - FLEET_AGENT_ELECTION_* (the agent triple) on the fleet-agentmanagement
 //     container where Fleet reads it (fleet.ChannelAgentManagement).
 //
-// Writes are JSON patches of exactly the owned entries (tested by name and
+// What to write is decided by the pure package pkg/fleetenv (Desired,
+// PatchBody, MergeChartValues); this controller gathers, writes and
+// reports. Writes are JSON patches of exactly the owned entries (tested by name and
 // index, so a stale cache cannot misplace them) under the field manager
 // "leasetune", made only when an owned entry differs by parsed duration;
 // entries keep their position and are never removed. The package

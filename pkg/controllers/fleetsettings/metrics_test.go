@@ -14,6 +14,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/kit"
@@ -123,7 +124,7 @@ func TestPropagationGauges(t *testing.T) {
 		t.Errorf("after gitjob: pending %v, deadline %v, want 2 and 1800000000.5", got, gotD)
 	}
 	ctl.synced("cattle-fleet-system/fleet-controller")
-	ctl.synced("cattle-system/" + RancherConfigName)
+	ctl.synced("cattle-system/" + fleetenv.RancherConfigName)
 	if got, gotD := pending(), deadline(); got != 0 || gotD != 0 {
 		t.Errorf("after all: pending %v, deadline %v, want 0 and 0", got, gotD)
 	}

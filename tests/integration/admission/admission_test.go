@@ -16,8 +16,8 @@ import (
 
 	"leasetune.io/leasetune/pkg/admission"
 	"leasetune.io/leasetune/pkg/agentenv"
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -376,9 +376,9 @@ func TestOverrideRefusedWhereFleetRendersTheNames(t *testing.T) {
 	ns := cp.Namespace(t)
 	record := func(ch fleet.AgentChannel) {
 		cms := cp.Client.CoreV1().ConfigMaps(s.ns)
-		cm, err := cms.Get(context.Background(), fleetsettings.ChannelConfigMapName, metav1.GetOptions{})
+		cm, err := cms.Get(context.Background(), fleetenv.ChannelConfigMapName, metav1.GetOptions{})
 		if err != nil {
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fleetsettings.ChannelConfigMapName, Namespace: s.ns}}
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fleetenv.ChannelConfigMapName, Namespace: s.ns}}
 			cm.Data = map[string]string{"channel": string(ch), "evidence": "test"}
 			_, err = cms.Create(context.Background(), cm, metav1.CreateOptions{})
 		} else {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"leasetune.io/leasetune/pkg/agentenv"
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
@@ -56,7 +56,7 @@ func TestCleanupRefusedWhileAControllerRuns(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	own := func() map[string]bool {
 		out := map[string]bool{}
-		for _, n := range []string{settings.DefaultStateName, fleetsettings.ChannelConfigMapName} {
+		for _, n := range []string{settings.DefaultStateName, fleetenv.ChannelConfigMapName} {
 			_, err := cp.Client.CoreV1().ConfigMaps(e.ns).Get(context.Background(), n, metav1.GetOptions{})
 			out["ConfigMap "+n] = err == nil
 		}
@@ -134,7 +134,7 @@ func TestCleanupRefusedWhileAControllerRuns(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("cleanup --yes --force: exit %d", code)
 	}
-	for _, w := range []string{"deleted ConfigMap " + settings.DefaultStateName, "deleted ConfigMap " + fleetsettings.ChannelConfigMapName, "edge-1 entries removed"} {
+	for _, w := range []string{"deleted ConfigMap " + settings.DefaultStateName, "deleted ConfigMap " + fleetenv.ChannelConfigMapName, "edge-1 entries removed"} {
 		framework.Eventually(t, w, func() bool { mu.Lock(); defer mu.Unlock(); return seen[w] })
 	}
 	// What the running controller does next is logged, not judged here.

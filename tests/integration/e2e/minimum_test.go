@@ -16,8 +16,8 @@ import (
 
 	"leasetune.io/leasetune/pkg/agentenv"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
@@ -48,8 +48,8 @@ const (
 // values that carry no timings yet (the controller adds them).
 func createRancherConfig(t *testing.T, e env) {
 	t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fleetsettings.RancherConfigName, Namespace: e.rancherNS},
-		Data: map[string]string{fleetsettings.RancherConfigKey: "apiServerURL: https://rancher.example.com\n"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fleetenv.RancherConfigName, Namespace: e.rancherNS},
+		Data: map[string]string{fleetenv.RancherConfigKey: "apiServerURL: https://rancher.example.com\n"}}
 	if _, err := cp.Client.CoreV1().ConfigMaps(e.rancherNS).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +58,11 @@ func createRancherConfig(t *testing.T, e env) {
 // rancherConfigHas reports whether rancher-config carries ctrl and agent.
 func rancherConfigHas(t *testing.T, e env, ctrl, agent election.Timings) bool {
 	t.Helper()
-	cm, err := cp.Client.CoreV1().ConfigMaps(e.rancherNS).Get(context.Background(), fleetsettings.RancherConfigName, metav1.GetOptions{})
+	cm, err := cp.Client.CoreV1().ConfigMaps(e.rancherNS).Get(context.Background(), fleetenv.RancherConfigName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, changed, err := fleetsettings.MergeChartValues(cm.Data[fleetsettings.RancherConfigKey], ctrl, true, agent, true)
+	_, changed, err := fleetenv.MergeChartValues(cm.Data[fleetenv.RancherConfigKey], ctrl, true, agent, true)
 	return err == nil && !changed
 }
 
@@ -196,7 +196,7 @@ func operatorSequence(t *testing.T, fleetVersion string) {
 	obs := observe(t,
 		target{kind: "Deployment", gvr: deploymentGVR, ns: e.fleetNS},
 		target{kind: "Cluster", gvr: fleetGVR, ns: ns},
-		target{kind: "ConfigMap", gvr: configMapGVR, ns: e.rancherNS, name: fleetsettings.RancherConfigName})
+		target{kind: "ConfigMap", gvr: configMapGVR, ns: e.rancherNS, name: fleetenv.RancherConfigName})
 	start(t, e, "one", settleFlags...)
 
 	ctrl0, agent0 := mustParse("30s", "25s", "10s"), mustParse("30s", "25s", "10s")
@@ -230,7 +230,7 @@ func operatorSequence(t *testing.T, fleetVersion string) {
 	time.Sleep(quiet) // what start-up writes is not counted
 
 	s := sequence{t: t, obs: obs}
-	const rc = "ConfigMap " + fleetsettings.RancherConfigName
+	const rc = "ConfigMap " + fleetenv.RancherConfigName
 	rollouts := func(n int) map[string]int {
 		w := map[string]int{}
 		for _, d := range deployments {
@@ -344,10 +344,10 @@ func TestFleetUpgradeV012ToV014WritesTheMinimum(t *testing.T) {
 	obs := observe(t,
 		target{kind: "Deployment", gvr: deploymentGVR, ns: e.fleetNS},
 		target{kind: "Cluster", gvr: fleetGVR, ns: ns},
-		target{kind: "ConfigMap", gvr: configMapGVR, ns: e.rancherNS, name: fleetsettings.RancherConfigName})
+		target{kind: "ConfigMap", gvr: configMapGVR, ns: e.rancherNS, name: fleetenv.RancherConfigName})
 	start(t, e, "one", settleFlags...)
 	channel := func() string {
-		cm, err := cp.Client.CoreV1().ConfigMaps(e.ns).Get(context.Background(), fleetsettings.ChannelConfigMapName, metav1.GetOptions{})
+		cm, err := cp.Client.CoreV1().ConfigMaps(e.ns).Get(context.Background(), fleetenv.ChannelConfigMapName, metav1.GetOptions{})
 		if err != nil {
 			return ""
 		}
@@ -361,7 +361,7 @@ func TestFleetUpgradeV012ToV014WritesTheMinimum(t *testing.T) {
 		return ok && tm == agent && rancherConfigHas(t, e, ctrl, agent)
 	})
 	time.Sleep(quiet)
-	if got, _, log := obs.since(mark{}); len(got) != 1 || got["ConfigMap "+fleetsettings.RancherConfigName] == 0 {
+	if got, _, log := obs.since(mark{}); len(got) != 1 || got["ConfigMap "+fleetenv.RancherConfigName] == 0 {
 		// Only rancher-config (its values for the next chart upgrade): the
 		// agent triple reaches no Deployment and no cluster on v0.12.
 		t.Errorf("on Fleet v0.12.0: %v\n  %s", got, strings.Join(log, "\n  "))

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"leasetune.io/leasetune/pkg/agentenv"
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -90,11 +90,11 @@ func snapshotWorld(t *testing.T, e env, clusterNS string) world {
 	for i := range cs.Items {
 		w[agentenv.Ref{GVR: fleetGVR, Namespace: clusterNS, Name: cs.Items[i].GetName()}.String()] = &cs.Items[i]
 	}
-	cm, err := dyn(configMapGVR, e.rancherNS).Get(context.Background(), fleetsettings.RancherConfigName, metav1.GetOptions{})
+	cm, err := dyn(configMapGVR, e.rancherNS).Get(context.Background(), fleetenv.RancherConfigName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w["ConfigMap "+e.rancherNS+"/"+fleetsettings.RancherConfigName] = cm
+	w["ConfigMap "+e.rancherNS+"/"+fleetenv.RancherConfigName] = cm
 	return w
 }
 
@@ -113,8 +113,8 @@ func diff(before, after world) (changes []change, written []string) {
 		case strings.HasPrefix(name, "Deployment "):
 			changes = append(changes, deploymentChanges(b, a)...)
 		case strings.HasPrefix(name, "ConfigMap "):
-			bv, _, _ := unstructured.NestedString(b.Object, "data", fleetsettings.RancherConfigKey)
-			av, _, _ := unstructured.NestedString(a.Object, "data", fleetsettings.RancherConfigKey)
+			bv, _, _ := unstructured.NestedString(b.Object, "data", fleetenv.RancherConfigKey)
+			av, _, _ := unstructured.NestedString(a.Object, "data", fleetenv.RancherConfigKey)
 			if av != bv {
 				changes = append(changes, change{name, "data.fleet (leaderElection.*, agent.leaderElection.*)", "…", "\n" + av})
 			}
@@ -164,7 +164,7 @@ func planSetMatches(t *testing.T, fleetVersion string) {
 	obs := observe(t,
 		target{kind: "Deployment", gvr: deploymentGVR, ns: e.fleetNS},
 		target{kind: "Cluster", gvr: fleetGVR, ns: ns},
-		target{kind: "ConfigMap", gvr: configMapGVR, ns: e.rancherNS, name: fleetsettings.RancherConfigName})
+		target{kind: "ConfigMap", gvr: configMapGVR, ns: e.rancherNS, name: fleetenv.RancherConfigName})
 	start(t, e, "one", settleFlags...)
 	// Converged: plan, with nothing proposed, has nothing left to write.
 	framework.Eventually(t, "converged (plan lists no writes)", func() bool {

@@ -30,9 +30,9 @@ import (
 	"leasetune.io/leasetune/pkg/agentenv"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	statuscontroller "leasetune.io/leasetune/pkg/controllers/electionstatus"
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -358,8 +358,8 @@ func TestStatusCRDInstalledAfterStart(t *testing.T) {
 // name and its plan lists the ConfigMap's change under it.
 func TestStatusNamesRancherConfigAsPlanDoes(t *testing.T) {
 	in := start(t)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: in.rancherNS, Name: fleetsettings.RancherConfigName},
-		Data: map[string]string{fleetsettings.RancherConfigKey: "leaderElection:\n  leaseDuration: 30s\n  renewDeadline: 25s\n  retryPeriod: 10s\n"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: in.rancherNS, Name: fleetenv.RancherConfigName},
+		Data: map[string]string{fleetenv.RancherConfigKey: "leaderElection:\n  leaseDuration: 30s\n  renewDeadline: 25s\n  retryPeriod: 10s\n"}}
 	if _, err := cp.Client.CoreV1().ConfigMaps(in.rancherNS).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestStatusNamesRancherConfigAsPlanDoes(t *testing.T) {
 		got := in.status(t)
 		return got != nil && got.RancherConfig.Present && same(*got, in.want(t))
 	})
-	if got, want := in.status(t).RancherConfig.Object, "ConfigMap "+in.rancherNS+"/"+fleetsettings.RancherConfigName; got != want {
+	if got, want := in.status(t).RancherConfig.Object, "ConfigMap "+in.rancherNS+"/"+fleetenv.RancherConfigName; got != want {
 		t.Errorf("rancherConfig.object %q, want %q", got, want)
 	}
 }

@@ -3,18 +3,19 @@ package fleetsettings_test
 import (
 	"context"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -275,7 +276,7 @@ func TestValueFromAndForeignEntries(t *testing.T) {
 func TestRancherConfig(t *testing.T) {
 	e := newEnv(t)
 	values := "# set by the operator\napiServerURL: https://rancher.example.com\nleaderElection:\n  leaseDuration: 30s\n  retryPeriod: 10s\n  renewDeadline: 25s\n"
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fleetsettings.RancherConfigName, Namespace: e.rancherNS},
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fleetenv.RancherConfigName, Namespace: e.rancherNS},
 		Data: map[string]string{"fleet": values, "rancher-webhook": "priorityClassName: x\n"}}
 	if _, err := cp.Client.CoreV1().ConfigMaps(e.rancherNS).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -317,7 +318,7 @@ func TestChannelDetectedOnceAndKeptAfterOwnWrites(t *testing.T) {
 	triples := newTriples(ctrlT, agentT)
 	r := start(t, e, triples, "")
 	framework.Eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, &agentT) })
-	rec, err := cp.Client.CoreV1().ConfigMaps(e.stateNS).Get(context.Background(), fleetsettings.ChannelConfigMapName, metav1.GetOptions{})
+	rec, err := cp.Client.CoreV1().ConfigMaps(e.stateNS).Get(context.Background(), fleetenv.ChannelConfigMapName, metav1.GetOptions{})
 	if err != nil || rec.Data["channel"] != string(fleet.ChannelAgentManagement) || !strings.Contains(rec.Data["evidence"], "Fleet chart") {
 		t.Fatalf("channel record %v, %v", rec.Data, err)
 	}

@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
@@ -110,8 +110,8 @@ func TestStalePatchFailsOnTheRealAPIServer(t *testing.T) {
 		if _, err := deps.Update(ctx, live, metav1.UpdateOptions{FieldManager: "helm"}); err != nil {
 			t.Fatal(err)
 		}
-		changes := fleetsettings.Desired(stale, fleetsettings.Inputs{Controller: mustParse("30s", "20s", "5s"), ControllerOK: true})
-		body, err := fleetsettings.PatchBody(stale, changes)
+		changes := fleetenv.Desired(stale, fleetenv.Inputs{Controller: mustParse("30s", "20s", "5s"), ControllerOK: true})
+		body, err := fleetenv.PatchBody(stale, changes)
 		if err != nil {
 			t.Fatal(err)
 		}

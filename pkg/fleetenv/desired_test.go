@@ -1,4 +1,4 @@
-package fleetsettings
+package fleetenv
 
 import (
 	"encoding/json"
