@@ -23,13 +23,13 @@ import (
 
 	"leasetune.io/leasetune/pkg/agentenv"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/locks"
 	"leasetune.io/leasetune/pkg/rancher"
+	"leasetune.io/leasetune/pkg/rancherenv"
 	"leasetune.io/leasetune/pkg/settings"
 )
 

@@ -2,11 +2,8 @@ package rancherenv
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +20,7 @@ import (
 	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/rancher"
+	"leasetune.io/leasetune/pkg/rancherenv"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -30,7 +28,7 @@ import (
 const (
 	// ReasonUpdated: the entries were written; every Rancher replica rolls.
 	ReasonUpdated = "RancherElectionEnvUpdated"
-	// ReasonLeftAlone: a Problem keeps leasetune from writing.
+	// ReasonLeftAlone: a rancherenv.Problem keeps leasetune from writing.
 	ReasonLeftAlone = "RancherElectionEnvLeftAlone"
 	// ReasonDeferred: a write waits for the Deployment to settle.
 	ReasonDeferred = "RancherElectionEnvDeferred"
@@ -43,8 +41,9 @@ type Options struct {
 	// Deployments is a wrangler controller whose informer watches that
 	// Deployment (by name).
 	Deployments appscontrollers.DeploymentController
-	// Client makes the writes, with fieldmanager.Leasetune (so that Managers
-	// can tell leasetune's entries from another writer's).
+	// Client makes the writes, with fieldmanager.Leasetune (so that
+	// rancherenv.Managers can tell leasetune's entries from another
+	// writer's).
 	Client kubernetes.Interface
 	// Triples gives the effective triples.
 	Triples settings.Triples
@@ -58,7 +57,8 @@ type Options struct {
 
 // Controller keeps the CATTLE_ELECTION_* entries of the Rancher
 // container on the effective Rancher triple (settings.Rancher): one JSON
-// patch per change, nothing at rest, nothing where Decide says no.
+// patch per change, nothing at rest, nothing where rancherenv.Decide says
+// no.
 type Controller struct {
 	opts Options
 	log  *slog.Logger
@@ -104,11 +104,11 @@ func Register(ctx context.Context, opts Options) *Controller {
 // TripleIgnored reports whether the rancher triple of in asks for
 // something that the decision dec leaves unwritten for good: dec leaves
 // the Deployment alone for a reason other than a rollout in progress or a
-// pending triple (ProblemNotReady, which passes by itself), and the triple
-// is not Rancher's built-in 45s/30s/2s (election.WranglerDefaults), which
-// needs no write.
-func TripleIgnored(dec Decision, in Input) bool {
-	return dec.Problem != ProblemNone && dec.Problem != ProblemNotReady && in.OK && in.Triple != election.WranglerDefaults
+// pending triple (rancherenv.ProblemNotReady, which passes by itself),
+// and the triple is not Rancher's built-in 45s/30s/2s
+// (election.WranglerDefaults), which needs no write.
+func TripleIgnored(dec rancherenv.Decision, in rancherenv.Input) bool {
+	return dec.Problem != rancherenv.ProblemNone && dec.Problem != rancherenv.ProblemNotReady && in.OK && in.Triple != election.WranglerDefaults
 }
 
 func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
@@ -122,7 +122,7 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 		c.opts.Deployments.EnqueueAfter(d.Namespace, d.Name, providerWait)
 		return nil
 	}
-	in := Input{Version: c.opts.Version}
+	in := rancherenv.Input{Version: c.opts.Version}
 	if p, ok := c.opts.Triples.(pendingTriples); ok {
 		// One read for the triple in effect and the one pending: the
 		// provider updates both under one lock.
@@ -135,7 +135,7 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 		in.Triple, in.OK = c.opts.Triples.Effective(settings.Rancher)
 	}
 	t := in.Triple
-	dec := Decide(d, in)
+	dec := rancherenv.Decide(d, in)
 	c.report(d, dec, in)
 	if dec.Pending {
 		// Look again once the settle time has passed: the pending triple
@@ -152,7 +152,7 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 	if !dec.Write {
 		return nil
 	}
-	body, err := PatchBody(d, dec)
+	body, err := rancherenv.PatchBody(d, dec)
 	if err != nil {
 		return err
 	}
@@ -187,8 +187,8 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 // Event on the Deployment and the metrics: RancherLeftAlone, and
 // SettingRefused{rancher, not-applicable} (TripleIgnored) for the triple
 // in of the decision.
-func (c *Controller) report(d *appsv1.Deployment, dec Decision, in Input) {
-	for _, p := range []Problem{ProblemNoContainer, ProblemVersionUnknown, ProblemUnsupported, ProblemForeign, ProblemNotReady, ProblemUnsafeStrategy} {
+func (c *Controller) report(d *appsv1.Deployment, dec rancherenv.Decision, in rancherenv.Input) {
+	for _, p := range []rancherenv.Problem{rancherenv.ProblemNoContainer, rancherenv.ProblemVersionUnknown, rancherenv.ProblemUnsupported, rancherenv.ProblemForeign, rancherenv.ProblemNotReady, rancherenv.ProblemUnsafeStrategy} {
 		v := 0.0
 		if p == dec.Problem {
 			v = 1
@@ -201,7 +201,7 @@ func (c *Controller) report(d *appsv1.Deployment, dec Decision, in Input) {
 	}
 	metrics.SettingRefused.WithLabelValues(string(settings.Rancher), metrics.RefusedNotApplicable).Set(ignored)
 	key := string(dec.Problem) + " " + dec.Reason
-	if dec.Problem == ProblemNotReady {
+	if dec.Problem == rancherenv.ProblemNotReady {
 		// The reason carries replica counts that move during a rollout:
 		// one Event for the wait, not one per status update.
 		key = string(dec.Problem)
@@ -210,10 +210,10 @@ func (c *Controller) report(d *appsv1.Deployment, dec Decision, in Input) {
 	seen := c.said == key
 	c.said = key
 	c.mu.Unlock()
-	if seen || dec.Problem == ProblemNone {
+	if seen || dec.Problem == rancherenv.ProblemNone {
 		return
 	}
-	if dec.Problem == ProblemNotReady {
+	if dec.Problem == rancherenv.ProblemNotReady {
 		c.log.Info("rancher deployment write deferred", "deployment", d.Namespace+"/"+d.Name, "reason", dec.Reason)
 		then := "; they are written once the Deployment is available and its rollout done"
 		if dec.Pending {
@@ -230,96 +230,4 @@ func (c *Controller) event(d *appsv1.Deployment, typ, reason, msg string) {
 	if c.opts.Recorder != nil {
 		c.opts.Recorder.Event(d, typ, reason, msg)
 	}
-}
-
-// PatchBody builds the JSON patch (RFC 6902) that makes dec on d: the
-// rancher container's name and whole env list, and the Deployment's uid
-// and generation, are tested against d, the copy dec was computed from (a
-// concurrent edit, a spec change or a new object fails the patch and the
-// decision is made again); each of the three names present gets its value
-// in place, a missing one is appended after the existing entries, or, with
-// dec.Remove, leasetune's entries are removed; RecordAnnotation is set (or
-// removed) in the same patch. Nothing else is touched.
-func PatchBody(d *appsv1.Deployment, dec Decision) ([]byte, error) {
-	type op = map[string]interface{}
-	ci := containerIndex(d)
-	if ci < 0 {
-		return nil, fmt.Errorf("deployment %s/%s has no container %q", d.Namespace, d.Name, rancher.Container)
-	}
-	base := fmt.Sprintf("/spec/template/spec/containers/%d", ci)
-	env := d.Spec.Template.Spec.Containers[ci].Env
-	var seen interface{}
-	if env != nil {
-		seen = env
-	}
-	ops := []op{{"op": "test", "path": base + "/name", "value": rancher.Container}, {"op": "test", "path": base + "/env", "value": seen}}
-	// The write was judged on d, settled: it must also fail when the
-	// Deployment is another one since (deleted and created again, not
-	// rolled out yet: a new uid) or its spec changed since (a helm upgrade
-	// of the image, a scale: a new generation, a rollout starting), though
-	// the env list is the same. A missing field tests as null.
-	orNull := func(v interface{}, zero bool) interface{} {
-		if zero {
-			return nil
-		}
-		return v
-	}
-	ops = append(ops, op{"op": "test", "path": "/metadata/uid", "value": orNull(d.UID, d.UID == "")},
-		op{"op": "test", "path": "/metadata/generation", "value": orNull(d.Generation, d.Generation == 0)})
-	annPath := "/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(RecordAnnotation, "~", "~0"), "/", "~1")
-	if dec.Remove {
-		var at []int
-		for i, e := range env {
-			if election.CattlePrefix.Owns(e.Name) {
-				at = append(at, i)
-			}
-		}
-		sort.Sort(sort.Reverse(sort.IntSlice(at)))
-		for _, i := range at {
-			ops = append(ops, op{"op": "remove", "path": fmt.Sprintf("%s/env/%d", base, i)})
-		}
-		if _, ok := d.Annotations[RecordAnnotation]; ok {
-			ops = append(ops, op{"op": "remove", "path": annPath})
-		}
-		return json.Marshal(ops)
-	}
-	rec := map[string]string{}
-	if env == nil {
-		var entries []op
-		for _, e := range dec.Env {
-			entries = append(entries, op{"name": e.Name, "value": e.Value})
-		}
-		ops = append(ops, op{"op": "add", "path": base + "/env", "value": entries})
-	}
-	for _, e := range dec.Env {
-		rec[e.Name] = e.Value
-		if env == nil {
-			continue
-		}
-		found := false
-		for i, cur := range env {
-			if cur.Name == e.Name {
-				found = true
-				ops = append(ops, op{"op": "add", "path": fmt.Sprintf("%s/env/%d/value", base, i), "value": e.Value})
-			}
-		}
-		if !found {
-			ops = append(ops, op{"op": "add", "path": base + "/env/-", "value": op{"name": e.Name, "value": e.Value}})
-		}
-	}
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return nil, err
-	}
-	if d.Annotations == nil {
-		// Adding the map replaces any: it must still be absent, or the
-		// annotations another writer added meanwhile would go. (A
-		// Deployment's generation also moves with its annotations,
-		// k8s.io/kubernetes pkg/registry/apps/deployment/strategy.go.)
-		ops = append(ops, op{"op": "test", "path": "/metadata/annotations", "value": nil},
-			op{"op": "add", "path": "/metadata/annotations", "value": map[string]string{RecordAnnotation: string(raw)}})
-	} else {
-		ops = append(ops, op{"op": "add", "path": annPath, "value": string(raw)})
-	}
-	return json.Marshal(ops)
 }

@@ -4,13 +4,29 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/rancherenv"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/kit"
 )
+
+var opted = election.Timings{LeaseDuration: 45 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 5 * time.Second}
+
+// deployment is the Rancher Deployment as the chart renders its env
+// (rancher/rancher v2.11.3 chart/templates/deployment.yaml), settled.
+func deployment(tag string, extra ...corev1.EnvVar) *appsv1.Deployment {
+	env := append(kit.Env("CATTLE_NAMESPACE=cattle-system", "CATTLE_PEER_SERVICE=rancher",
+		"IMPERATIVE_API_DIRECT=true", "IMPERATIVE_API_APP_SELECTOR=rancher"), extra...)
+	return kit.Deployment("cattle-system", "rancher", kit.WithReplicas(3),
+		kit.WithContainer("rancher", env...), kit.WithImage("rancher", "rancher/rancher:"+tag), kit.RolledOut(1))
+}
 
 // TestNotApplicableGauge: leasetune_setting_refused{rancher,
 // not-applicable} is 1 after a decision that leaves the Rancher Deployment
@@ -23,18 +39,24 @@ func TestNotApplicableGauge(t *testing.T) {
 	c := &Controller{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, tc := range []struct {
 		name string
-		d    func() Decision
-		in   Input
+		d    func() rancherenv.Decision
+		in   rancherenv.Input
 		want float64
 	}{
-		{"Rancher 2.8.2, a triple asked for", func() Decision { return Decide(deployment("v2.8.2"), Input{Triple: opted, OK: true}) }, Input{Triple: opted, OK: true}, 1},
-		{"Rancher 2.8.2, the built-in triple", func() Decision {
-			return Decide(deployment("v2.8.2"), Input{Triple: election.WranglerDefaults, OK: true})
-		}, Input{Triple: election.WranglerDefaults, OK: true}, 0},
-		{"Rancher 2.11.3, a triple asked for and written", func() Decision { return Decide(deployment("v2.11.3"), Input{Triple: opted, OK: true}) }, Input{Triple: opted, OK: true}, 0},
-		{"an image without a release tag, a triple asked for", func() Decision { return Decide(deployment("head"), Input{Triple: opted, OK: true}) }, Input{Triple: opted, OK: true}, 1},
-		{"a rollout in progress", func() Decision { return Decision{Problem: ProblemNotReady} }, Input{Triple: opted, OK: true}, 0},
-		{"no triple known", func() Decision { return Decision{Problem: ProblemForeign} }, Input{}, 0},
+		{"Rancher 2.8.2, a triple asked for", func() rancherenv.Decision {
+			return rancherenv.Decide(deployment("v2.8.2"), rancherenv.Input{Triple: opted, OK: true})
+		}, rancherenv.Input{Triple: opted, OK: true}, 1},
+		{"Rancher 2.8.2, the built-in triple", func() rancherenv.Decision {
+			return rancherenv.Decide(deployment("v2.8.2"), rancherenv.Input{Triple: election.WranglerDefaults, OK: true})
+		}, rancherenv.Input{Triple: election.WranglerDefaults, OK: true}, 0},
+		{"Rancher 2.11.3, a triple asked for and written", func() rancherenv.Decision {
+			return rancherenv.Decide(deployment("v2.11.3"), rancherenv.Input{Triple: opted, OK: true})
+		}, rancherenv.Input{Triple: opted, OK: true}, 0},
+		{"an image without a release tag, a triple asked for", func() rancherenv.Decision {
+			return rancherenv.Decide(deployment("head"), rancherenv.Input{Triple: opted, OK: true})
+		}, rancherenv.Input{Triple: opted, OK: true}, 1},
+		{"a rollout in progress", func() rancherenv.Decision { return rancherenv.Decision{Problem: rancherenv.ProblemNotReady} }, rancherenv.Input{Triple: opted, OK: true}, 0},
+		{"no triple known", func() rancherenv.Decision { return rancherenv.Decision{Problem: rancherenv.ProblemForeign} }, rancherenv.Input{}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dec := tc.d()

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"leasetune.io/leasetune/pkg/audit"
-	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/rancherenv"
 	"leasetune.io/leasetune/pkg/settings"
 )
 

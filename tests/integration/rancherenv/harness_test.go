@@ -39,8 +39,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
-	"leasetune.io/leasetune/pkg/controllers/rancherenv"
+	rancherenvcontroller "leasetune.io/leasetune/pkg/controllers/rancherenv"
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
+	"leasetune.io/leasetune/pkg/rancherenv"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
@@ -214,7 +215,7 @@ func (e *env) register(t *testing.T, ctx context.Context, cfg *rest.Config) {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
 	t.Cleanup(b.Shutdown)
-	rancherenv.Register(ctx, rancherenv.Options{
+	rancherenvcontroller.Register(ctx, rancherenvcontroller.Options{
 		Namespace: e.ns, Name: "rancher", Deployments: af.Apps().V1().Deployment(),
 		Client: kubernetes.NewForConfigOrDie(cfg), Triples: e.triplesRead(),
 		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}), Log: quietLog(),

@@ -11,9 +11,10 @@ import (
 
 	"k8s.io/client-go/dynamic"
 
-	"leasetune.io/leasetune/pkg/controllers/rancherenv"
+	rancherenvcontroller "leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/plan"
+	"leasetune.io/leasetune/pkg/rancherenv"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
@@ -56,8 +57,8 @@ func TestOptIn(t *testing.T) {
 		t.Errorf("%d writes for one change, want 1", n)
 	}
 	framework.Eventually(t, "one rollout", func() bool { return e.deployCtl.count() == 1 })
-	if msgs := cp.Events(t, e.ns, "rancher", rancherenv.ReasonUpdated); len(msgs) != 1 || !strings.Contains(msgs[0], "rolls every Rancher replica (3)") {
-		t.Errorf("Events %s: %q", rancherenv.ReasonUpdated, msgs)
+	if msgs := cp.Events(t, e.ns, "rancher", rancherenvcontroller.ReasonUpdated); len(msgs) != 1 || !strings.Contains(msgs[0], "rolls every Rancher replica (3)") {
+		t.Errorf("Events %s: %q", rancherenvcontroller.ReasonUpdated, msgs)
 	}
 
 	// A restart writes nothing.
@@ -87,7 +88,7 @@ func TestOldRancherReadsNoEnv(t *testing.T) {
 	r := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "left-alone Event", func() bool {
-		msgs := cp.Events(t, e.ns, "rancher", rancherenv.ReasonLeftAlone)
+		msgs := cp.Events(t, e.ns, "rancher", rancherenvcontroller.ReasonLeftAlone)
 		return len(msgs) == 1 && strings.Contains(msgs[0], "Rancher v2.8.2 builds with wrangler v1")
 	})
 	if !r.NoWrites(t, "Rancher v2.8.2", framework.ConsistentlyMin, nil) || r.Writes() != 0 || len(electionEnv(e.get(t))) != 0 {
@@ -103,7 +104,7 @@ func TestHelmSetsNames(t *testing.T) {
 	r := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "left-alone Event", func() bool {
-		msgs := cp.Events(t, e.ns, "rancher", rancherenv.ReasonLeftAlone)
+		msgs := cp.Events(t, e.ns, "rancher", rancherenvcontroller.ReasonLeftAlone)
 		return len(msgs) == 1 && strings.Contains(msgs[0], "CATTLE_ELECTION_RETRY_PERIOD=4s, set by field manager helm")
 	})
 	if !r.NoWrites(t, "names Helm sets", framework.ConsistentlyMin, nil) || r.Writes() != 0 {
@@ -123,7 +124,7 @@ func TestMidRollout(t *testing.T) {
 	r := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "deferred Event", func() bool {
-		return len(cp.Events(t, e.ns, "rancher", rancherenv.ReasonDeferred)) == 1
+		return len(cp.Events(t, e.ns, "rancher", rancherenvcontroller.ReasonDeferred)) == 1
 	})
 	if !r.NoWrites(t, "mid-rollout", framework.ConsistentlyMin, nil) || r.Writes() != 0 || len(electionEnv(e.get(t))) != 0 {
 		t.Fatalf("%d writes while mid-rollout, want none", r.Writes())
@@ -163,7 +164,7 @@ func TestHelmUpgrade(t *testing.T) {
 		t.Fatalf("after helm upgrade with extraEnv: %v", got)
 	}
 	framework.Eventually(t, "left-alone Event", func() bool {
-		for _, m := range cp.Events(t, e.ns, "rancher", rancherenv.ReasonLeftAlone) {
+		for _, m := range cp.Events(t, e.ns, "rancher", rancherenvcontroller.ReasonLeftAlone) {
 			if strings.Contains(m, "CATTLE_ELECTION_RETRY_PERIOD=7s, set by field manager helm, not leasetune") {
 				return true
 			}

@@ -10,9 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"leasetune.io/leasetune/pkg/controllers/rancherenv"
+	rancherenvcontroller "leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/plan"
+	"leasetune.io/leasetune/pkg/rancherenv"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
@@ -55,7 +56,7 @@ func TestSettlePendingWritesNothing(t *testing.T) {
 	w := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	e.effective(t, five)
-	framework.Eventually(t, "deferred Event", func() bool { return len(cp.Events(t, e.ns, "rancher", rancherenv.ReasonDeferred)) > 0 })
+	framework.Eventually(t, "deferred Event", func() bool { return len(cp.Events(t, e.ns, "rancher", rancherenvcontroller.ReasonDeferred)) > 0 })
 
 	e.set(t, retryName, "7s")
 	at := e.pendingAt(t)
@@ -136,7 +137,7 @@ func TestHelmUpgradeRacesWrite(t *testing.T) {
 	})
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "left-alone Event", func() bool {
-		for _, m := range cp.Events(t, e.ns, "rancher", rancherenv.ReasonLeftAlone) {
+		for _, m := range cp.Events(t, e.ns, "rancher", rancherenvcontroller.ReasonLeftAlone) {
 			if strings.Contains(m, "CATTLE_ELECTION_RETRY_PERIOD=4s, set by field manager helm") {
 				return true
 			}
@@ -304,7 +305,7 @@ func TestRecordRemoved(t *testing.T) {
 	e.patchAs(t, "kubectl-annotate", types.JSONPatchType, `[{"op":"remove","path":"/metadata/annotations/leasetune.io~1rancher-election-env"}]`)
 	e.set(t, retryName, "7s")
 	framework.Eventually(t, "left-alone Event", func() bool {
-		for _, m := range cp.Events(t, e.ns, "rancher", rancherenv.ReasonLeftAlone) {
+		for _, m := range cp.Events(t, e.ns, "rancher", rancherenvcontroller.ReasonLeftAlone) {
 			if strings.Contains(m, rancherenv.RecordAnnotation) {
 				return true
 			}
@@ -348,7 +349,7 @@ func TestPaused(t *testing.T) {
 	w := e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "deferred Event", func() bool {
-		m := cp.Events(t, e.ns, "rancher", rancherenv.ReasonDeferred)
+		m := cp.Events(t, e.ns, "rancher", rancherenvcontroller.ReasonDeferred)
 		return len(m) == 1 && strings.Contains(m[0], "paused")
 	})
 	if r := e.plan(t); len(r.Changes) != 0 || len(r.LeftAlone) != 1 || !strings.Contains(r.LeftAlone[0], "paused") {
