@@ -20,11 +20,12 @@ type applied struct {
 }
 
 // apply makes the one write out decides for st's routed object: a merge
-// patch of the agentenv.StatusAnnotation alone (writeStatus), of the env, the record
-// and the agentenv.StatusAnnotation with the resourceVersion read (writeEnv, paced
-// by Options.ClustersPerMinute), or the revert guard's status message
-// after reading who else writes the env (writeFence: the cache keeps no
-// managedFields). A conflict is returned as it is, for sync to decide again.
+// patch of the StatusAnnotation alone (writeStatus), of the env, the
+// record and the StatusAnnotation with the resourceVersion read
+// (writeEnv, patch.Write, paced by Options.ClustersPerMinute), or the
+// revert guard's status message after reading who else writes the env
+// (writeFence: the cache keeps no managedFields). A conflict is returned
+// as it is, for sync to decide again.
 func (c *Controller) apply(ctx context.Context, st state, out outcome) (applied, error) {
 	rt := st.route
 	switch out.action {

@@ -49,9 +49,9 @@ type Options struct {
 	Triples settings.Triples
 	// CheckAgentTriple, when set, judges a change of the agent triple from
 	// cur (on fleet-agentmanagement now) to next by its effect on every
-	// agent (index.Index.Judge, pkg/agentenv/index): an error keeps the agent triple where it
-	// is. Only consulted on Fleet v0.13+, where the global triple combines
-	// with the clusters' own entries.
+	// agent (index.Index.Judge, pkg/agentenv/index): an error keeps the
+	// agent triple where it is. Only consulted on Fleet v0.13+, where the
+	// global triple combines with the clusters' own entries.
 	CheckAgentTriple func(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) error
 	// Agents, when set, counts the fleet-agents (one per fleet Cluster):
 	// a write of FLEET_AGENT_ELECTION_* redeploys every one of them

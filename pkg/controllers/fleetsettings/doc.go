@@ -13,10 +13,11 @@
 //
 // What to write is decided by the pure package pkg/fleetenv (Desired,
 // PatchBody, MergeChartValues); this controller gathers, writes and
-// reports. Writes are JSON patches of exactly the owned entries (tested by name and
-// index, so a stale cache cannot misplace them) under the field manager
-// "leasetune", made only when an owned entry differs by parsed duration;
-// entries keep their position and are never removed. The package
-// also detects the Fleet agent channel (fleet.DetectChannel) before its first
-// write, records it, and offers it to the agentenv controller (Channels).
+// reports. Writes are JSON patches of exactly the owned entries (tested
+// by name and index, so a stale cache cannot misplace them) under the
+// field manager "leasetune", made only when an owned entry differs by
+// parsed duration; entries keep their position and are never removed.
+// The package also detects the Fleet agent channel (fleet.DetectChannel)
+// before its first write, records it, and offers it to the agentenv
+// controller (Channels).
 package fleetsettings
