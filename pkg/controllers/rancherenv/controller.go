@@ -2,6 +2,7 @@ package rancherenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -111,32 +112,26 @@ func TripleIgnored(dec rancherenv.Decision, in rancherenv.Input) bool {
 	return dec.Problem != rancherenv.ProblemNone && dec.Problem != rancherenv.ProblemNotReady && in.OK && in.Triple != election.WranglerDefaults
 }
 
+// sync gathers the triples (the settings provider's cache), decides
+// (rancherenv.Decide, pure), makes at most one write, then reports once.
 func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 	if d == nil || d.Namespace != c.opts.Namespace || d.Name != c.opts.Name {
 		return nil
 	}
-	if s, ok := c.opts.Triples.(interface{ HasSynced() bool }); ok && !s.HasSynced() {
+	in, known := c.gather()
+	if !known {
 		// Until the provider has read the Settings once, a triple waiting
 		// in the settle time before a restart is not known: deciding now
 		// could write the last applied one just before it is replaced.
 		c.opts.Deployments.EnqueueAfter(d.Namespace, d.Name, providerWait)
 		return nil
 	}
-	in := rancherenv.Input{Version: c.opts.Version}
-	if p, ok := c.opts.Triples.(pendingTriples); ok {
-		// One read for the triple in effect and the one pending: the
-		// provider updates both under one lock.
-		st := p.Status(settings.Rancher)
-		in.Triple, in.OK = st.Effective, st.HasEffective
-		if st.Pending != nil {
-			in.PendingUntil = st.PendingAt
-		}
-	} else {
-		in.Triple, in.OK = c.opts.Triples.Effective(settings.Rancher)
-	}
-	t := in.Triple
 	dec := rancherenv.Decide(d, in)
-	c.report(d, dec, in)
+	var err error
+	if dec.Write {
+		err = c.write(ctx, d, dec)
+	}
+	c.report(d, dec, in, err)
 	if dec.Pending {
 		// Look again once the settle time has passed: the pending triple
 		// then takes effect (and the provider's listener enqueues too), or
@@ -149,9 +144,37 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 		}
 		c.opts.Deployments.EnqueueAfter(d.Namespace, d.Name, wait)
 	}
-	if !dec.Write {
+	if errors.Is(err, errGone) {
 		return nil
 	}
+	return err
+}
+
+// gather reads the Rancher triple in effect and the one pending from the
+// settings provider; known is false until the provider has read the
+// Settings once.
+func (c *Controller) gather() (in rancherenv.Input, known bool) {
+	if s, ok := c.opts.Triples.(interface{ HasSynced() bool }); ok && !s.HasSynced() {
+		return in, false
+	}
+	in.Version = c.opts.Version
+	if p, ok := c.opts.Triples.(pendingTriples); ok {
+		// One read for the triple in effect and the one pending: the
+		// provider updates both under one lock.
+		st := p.Status(settings.Rancher)
+		in.Triple, in.OK = st.Effective, st.HasEffective
+		if st.Pending != nil {
+			in.PendingUntil = st.PendingAt
+		}
+	} else {
+		in.Triple, in.OK = c.opts.Triples.Effective(settings.Rancher)
+	}
+	return in, true
+}
+
+// write is the one JSON patch of the rancher container's env that dec
+// asks for. A Deployment gone meanwhile is no error.
+func (c *Controller) write(ctx context.Context, d *appsv1.Deployment, dec rancherenv.Decision) error {
 	body, err := rancherenv.PatchBody(d, dec)
 	if err != nil {
 		return err
@@ -159,35 +182,27 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 	_, err = c.opts.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, body,
 		metav1.PatchOptions{FieldManager: fieldmanager.Leasetune})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return errGone
 	}
 	if err != nil {
 		// A failed test op (the env list changed since the cached copy)
 		// comes back here too: the work queue retries from the fresh copy.
 		return fmt.Errorf("patch deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
-	metrics.Writes.WithLabelValues("rancher-deployment").Inc()
-	metrics.Restarts.WithLabelValues("rancher-rollout").Inc()
-	replicas := int32(1)
-	if d.Spec.Replicas != nil {
-		replicas = *d.Spec.Replicas
-	}
-	what := "CATTLE_ELECTION_* removed (Rancher's built-in 45s/30s/2s again)"
-	if !dec.Remove {
-		what = fmt.Sprintf("CATTLE_ELECTION_* set to %s", t)
-	}
-	msg := fmt.Sprintf("%s on the rancher container for the lock kube-system/cattle-controllers: this rolls every Rancher replica (%d), as the Deployment's rolling-update strategy allows", what, replicas)
-	c.log.Info("rancher deployment env updated", "deployment", d.Namespace+"/"+d.Name, "timings", t.String(),
-		"removed", dec.Remove, "replicas", replicas, "rancher", dec.Version.String())
-	c.event(d, corev1.EventTypeNormal, ReasonUpdated, msg)
 	return nil
 }
 
-// report says a problem once per distinct reason, with a log line, an
-// Event on the Deployment and the metrics: RancherLeftAlone, and
-// SettingRefused{rancher, not-applicable} (TripleIgnored) for the triple
-// in of the decision.
-func (c *Controller) report(d *appsv1.Deployment, dec rancherenv.Decision, in rancherenv.Input) {
+// errGone: the Deployment was deleted between the cache and the write;
+// its deletion ends the work, so sync returns no error for it.
+var errGone = errors.New("deployment gone")
+
+// report is the sync's one report step, after the write: the metrics
+// RancherLeftAlone and SettingRefused{rancher, not-applicable}
+// (TripleIgnored) for the decision; a written change as a log line, an
+// Event and the write and restart counters; a problem once per distinct
+// reason, as a log line and an Event on the Deployment. A failed write
+// reports nothing more: the work queue retries it.
+func (c *Controller) report(d *appsv1.Deployment, dec rancherenv.Decision, in rancherenv.Input, writeErr error) {
 	for _, p := range []rancherenv.Problem{rancherenv.ProblemNoContainer, rancherenv.ProblemVersionUnknown, rancherenv.ProblemUnsupported, rancherenv.ProblemForeign, rancherenv.ProblemNotReady, rancherenv.ProblemUnsafeStrategy} {
 		v := 0.0
 		if p == dec.Problem {
@@ -200,6 +215,9 @@ func (c *Controller) report(d *appsv1.Deployment, dec rancherenv.Decision, in ra
 		ignored = 1
 	}
 	metrics.SettingRefused.WithLabelValues(string(settings.Rancher), metrics.RefusedNotApplicable).Set(ignored)
+	if dec.Write && writeErr == nil {
+		c.written(d, dec, in.Triple)
+	}
 	key := string(dec.Problem) + " " + dec.Reason
 	if dec.Problem == rancherenv.ProblemNotReady {
 		// The reason carries replica counts that move during a rollout:
@@ -224,6 +242,24 @@ func (c *Controller) report(d *appsv1.Deployment, dec rancherenv.Decision, in ra
 	}
 	c.log.Warn("rancher deployment left alone", "deployment", d.Namespace+"/"+d.Name, "problem", dec.Problem, "reason", dec.Reason)
 	c.event(d, corev1.EventTypeWarning, ReasonLeftAlone, "leasetune writes no CATTLE_ELECTION_* here: "+dec.Reason)
+}
+
+// written says a change that was written: every Rancher replica rolls.
+func (c *Controller) written(d *appsv1.Deployment, dec rancherenv.Decision, t election.Timings) {
+	metrics.Writes.WithLabelValues("rancher-deployment").Inc()
+	metrics.Restarts.WithLabelValues("rancher-rollout").Inc()
+	replicas := int32(1)
+	if d.Spec.Replicas != nil {
+		replicas = *d.Spec.Replicas
+	}
+	what := "CATTLE_ELECTION_* removed (Rancher's built-in 45s/30s/2s again)"
+	if !dec.Remove {
+		what = fmt.Sprintf("CATTLE_ELECTION_* set to %s", t)
+	}
+	msg := fmt.Sprintf("%s on the rancher container for the lock kube-system/cattle-controllers: this rolls every Rancher replica (%d), as the Deployment's rolling-update strategy allows", what, replicas)
+	c.log.Info("rancher deployment env updated", "deployment", d.Namespace+"/"+d.Name, "timings", t.String(),
+		"removed", dec.Remove, "replicas", replicas, "rancher", dec.Version.String())
+	c.event(d, corev1.EventTypeNormal, ReasonUpdated, msg)
 }
 
 func (c *Controller) event(d *appsv1.Deployment, typ, reason, msg string) {

@@ -63,7 +63,7 @@ func TestNotApplicableGauge(t *testing.T) {
 			if got := TripleIgnored(dec, tc.in); got != (tc.want == 1) {
 				t.Errorf("TripleIgnored(%s, %s) = %v", dec.Problem, tc.in.Triple, got)
 			}
-			c.report(deployment("v2.11.3"), dec, tc.in)
+			c.report(deployment("v2.11.3"), dec, tc.in, nil)
 			if got := gauge(); got != tc.want {
 				t.Errorf("leasetune_setting_refused{rancher, not-applicable} after %q: %v, want %v", dec.Problem, got, tc.want)
 			}
