@@ -239,11 +239,17 @@ func (c *Controller) Snapshot() (*inventory.Snapshot, map[settings.Component]set
 	return snap, triples
 }
 
-// sync computes the status and writes it where the object's differs. The
-// status is compared as JSON, as the API server stores it; and a status
-// equal to the one last written, on an object nobody changed since (the
-// resourceVersion that write answered), is not written again, so that a
-// field the API server dropped can never make a write loop.
+// sync gathers the installation from the caches (Snapshot, current),
+// computes the status (electionstatus.Compute, pure) and writes it with
+// one JSON patch that puts the whole status in place on the cached
+// object's resourceVersion (a write in between fails the test, and the
+// next sync looks again). Where the object is missing it is created first
+// (the status subresource drops a status given on create): the one sync
+// with two writes. The status is compared as JSON, as
+// the API server stores it; a status equal to the one last written, on an
+// object nobody changed since (the resourceVersion that write answered),
+// is not written again, so that a field the API server dropped can never
+// make a write loop. Then it reports once.
 func (c *Controller) sync(ctx context.Context) error {
 	snap, triples := c.Snapshot()
 	want, err := json.Marshal(electionstatus.Compute(snap, triples, c.opts.Compute))
@@ -261,57 +267,62 @@ func (c *Controller) sync(ctx context.Context) error {
 		return nil
 	}
 	if !exists {
-		obj := &unstructured.Unstructured{Object: map[string]interface{}{
-			"apiVersion": GVR.GroupVersion().String(), "kind": electionstatus.Kind,
-			"metadata": map[string]interface{}{"name": electionstatus.Name,
-				"labels": map[string]interface{}{fieldmanager.ManagedByLabel: fieldmanager.Leasetune}},
-			"spec": map[string]interface{}{},
-		}}
-		if _, err := c.opts.Client.Resource(GVR).Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create ElectionStatus %s: %w", electionstatus.Name, err)
-		}
-	}
-	body, err := json.Marshal(map[string]interface{}{
-		"apiVersion": GVR.GroupVersion().String(), "kind": electionstatus.Kind,
-		"metadata": map[string]interface{}{"name": electionstatus.Name},
-		"status":   json.RawMessage(want),
-	})
-	if err != nil {
-		return err
-	}
-	force := true
-	got, err := c.opts.Client.Resource(GVR).Patch(ctx, electionstatus.Name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: &force}, "status")
-	if err != nil {
-		return fmt.Errorf("write the status of ElectionStatus %s: %w", electionstatus.Name, err)
-	}
-	metrics.Writes.WithLabelValues("electionstatus").Inc()
-	// An apply removes only the fields this manager owned: a field someone
-	// else's edit added (one Compute leaves out, as an empty string or
-	// zero) stays, under that edit's manager. Where the answer still is not
-	// the status computed, the status is replaced whole, on the object the
-	// apply answered (a test of its resourceVersion: a write in between
-	// fails it, and the next sync looks again).
-	if applied, err := statusOf(got); err == nil && string(applied) != string(want) {
-		ops, err := json.Marshal([]map[string]interface{}{
-			{"op": "test", "path": "/metadata/resourceVersion", "value": got.GetResourceVersion()},
-			{"op": "replace", "path": "/status", "value": json.RawMessage(want)},
-		})
-		if err != nil {
+		if rv, err = c.create(ctx); err != nil {
 			return err
 		}
-		got, err = c.opts.Client.Resource(GVR).Patch(ctx, electionstatus.Name, types.JSONPatchType, ops,
-			metav1.PatchOptions{FieldManager: FieldManager}, "status")
-		if err != nil {
-			return fmt.Errorf("replace the status of ElectionStatus %s: %w", electionstatus.Name, err)
-		}
-		metrics.Writes.WithLabelValues("electionstatus").Inc()
+	}
+	got, err := c.replaceStatus(ctx, rv, want)
+	if err != nil {
+		return err
 	}
 	c.mu.Lock()
 	c.written, c.writtenRV = want, got.GetResourceVersion()
 	c.mu.Unlock()
+	metrics.Writes.WithLabelValues("electionstatus").Inc()
 	c.log.Info("status written", "channel", snap.Channel, "clusters", len(snap.FleetClusters))
 	return nil
+}
+
+// create makes the ElectionStatus object, without a status, and returns
+// its resourceVersion: the created object's, or, where it exists already
+// (the informer has not seen it yet), the one read.
+func (c *Controller) create(ctx context.Context) (string, error) {
+	obj := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": GVR.GroupVersion().String(), "kind": electionstatus.Kind,
+		"metadata": map[string]interface{}{"name": electionstatus.Name,
+			"labels": map[string]interface{}{fieldmanager.ManagedByLabel: fieldmanager.Leasetune}},
+		"spec": map[string]interface{}{},
+	}}
+	got, err := c.opts.Client.Resource(GVR).Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		got, err = c.opts.Client.Resource(GVR).Get(ctx, electionstatus.Name, metav1.GetOptions{})
+	} else if err == nil {
+		metrics.Writes.WithLabelValues("electionstatus").Inc()
+	}
+	if err != nil {
+		return "", fmt.Errorf("create ElectionStatus %s: %w", electionstatus.Name, err)
+	}
+	return got.GetResourceVersion(), nil
+}
+
+// replaceStatus puts want in place of the whole status (a field another
+// writer added is removed too: a server-side apply would prune only its
+// own), if the object is still at resourceVersion rv.
+func (c *Controller) replaceStatus(ctx context.Context, rv string, want []byte) (*unstructured.Unstructured, error) {
+	ops, err := json.Marshal([]map[string]interface{}{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+		// "add" replaces a member that exists and adds one that does not.
+		{"op": "add", "path": "/status", "value": json.RawMessage(want)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	got, err := c.opts.Client.Resource(GVR).Patch(ctx, electionstatus.Name, types.JSONPatchType, ops,
+		metav1.PatchOptions{FieldManager: FieldManager}, "status")
+	if err != nil {
+		return nil, fmt.Errorf("write the status of ElectionStatus %s: %w", electionstatus.Name, err)
+	}
+	return got, nil
 }
 
 // current is the object's status as the informer has it, as JSON (nil

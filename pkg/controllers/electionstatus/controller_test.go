@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"log/slog"
 	"testing"
 
@@ -154,50 +155,56 @@ func TestDoNothing(t *testing.T) {
 	expect(t, "status current", f.sync())
 }
 
-// TestCreateAndApply: no object: one create, then one apply of the status.
-func TestCreateAndApply(t *testing.T) {
+// TestCreateThenStatus: no object: one create, then one JSON patch of the
+// status, guarded by the created object's resourceVersion; once the
+// informer has the answer, nothing more.
+func TestCreateThenStatus(t *testing.T) {
 	f := newFixture(t)
-	expect(t, "no object", f.sync(),
-		"create electionstatuses", "patch electionstatuses/status "+string(types.ApplyPatchType))
+	expect(t, "no object", f.sync(), "create electionstatuses", replace)
+	guarded(t, f.client.Actions()[1], fmt.Sprint(f.rv-1))
+	f.cached(f.object(f.computed()))
+	expect(t, "the answer cached", f.sync())
 }
 
-// TestApplyOnChange: a cluster more than the object's status counts: one
-// apply; once the informer has the answer, nothing more.
-func TestApplyOnChange(t *testing.T) {
+// replace is a write of the whole status.
+var replace = "patch electionstatuses/status " + string(types.JSONPatchType)
+
+// guarded checks that a is the JSON patch that tests the resourceVersion
+// rv, then puts the status in place.
+func guarded(t *testing.T, a k8stesting.Action, rv string) {
+	t.Helper()
+	body := a.(k8stesting.PatchAction).GetPatch()
+	var ops []map[string]interface{}
+	if err := json.Unmarshal(body, &ops); err != nil || len(ops) != 2 || ops[0]["op"] != "test" || ops[0]["path"] != "/metadata/resourceVersion" ||
+		ops[0]["value"] != rv || ops[1]["op"] != "add" || ops[1]["path"] != "/status" {
+		t.Errorf("the JSON patch %s: want a test of resourceVersion %s, then the status put in place", body, rv)
+	}
+}
+
+// TestWriteOnChange: a cluster more than the object's status counts: one
+// write; once the informer has the answer, nothing more.
+func TestWriteOnChange(t *testing.T) {
 	f := newFixture(t)
 	f.clusters = []unstructured.Unstructured{cluster("a", "1")}
 	f.cached(f.object(f.computed()))
 	expect(t, "status current", f.sync())
 	f.clusters = append(f.clusters, cluster("b", "1"))
-	expect(t, "a cluster added", f.sync(), "patch electionstatuses/status "+string(types.ApplyPatchType))
+	expect(t, "a cluster added", f.sync(), replace)
 	f.cached(f.object(f.computed()))
 	expect(t, "the answer cached", f.sync())
 	f.clusters[0] = cluster("a", "2")
 	expect(t, "a cluster's new resourceVersion, the status unchanged", f.sync())
 }
 
-// TestForeignFieldReplaced: the apply's answer still holds a field another
-// manager added (an apply removes only its own): one JSON patch replaces
-// the status, guarded by the answer's resourceVersion.
+// TestForeignFieldReplaced: a field another writer added to the status is
+// gone after the one write (the whole status is put in place: a
+// server-side apply would remove only its own fields).
 func TestForeignFieldReplaced(t *testing.T) {
 	f := newFixture(t)
-	f.cached(f.object(json.RawMessage(`{"clustersNotListed":7}`)))
-	foreign := true
-	f.answer = func(status json.RawMessage) *unstructured.Unstructured {
-		u := f.object(status)
-		if foreign {
-			_ = unstructured.SetNestedField(u.Object, int64(7), "status", "clustersNotListed")
-			foreign = false
-		}
-		return u
-	}
-	expect(t, "a foreign field in the answer", f.sync(),
-		"patch electionstatuses/status "+string(types.ApplyPatchType), "patch electionstatuses/status "+string(types.JSONPatchType))
-	last := f.client.Actions()[1].(k8stesting.PatchAction).GetPatch()
-	var ops []map[string]interface{}
-	if err := json.Unmarshal(last, &ops); err != nil || len(ops) != 2 || ops[0]["op"] != "test" || ops[0]["path"] != "/metadata/resourceVersion" {
-		t.Errorf("the JSON patch %s: want a test of the resourceVersion, then the replace", last)
-	}
+	foreign := f.object(json.RawMessage(`{"clustersNotListed":7}`))
+	f.cached(foreign)
+	expect(t, "a foreign field", f.sync(), replace)
+	guarded(t, f.client.Actions()[0], foreign.GetResourceVersion())
 }
 
 // TestNoWriteLoop: a status the apiserver answers without one of its
@@ -210,15 +217,28 @@ func TestNoWriteLoop(t *testing.T) {
 	f.clusters = []unstructured.Unstructured{cluster("a", "1")}
 	f.answer = func(json.RawMessage) *unstructured.Unstructured { return f.object(json.RawMessage(`{}`)) }
 	f.cached(f.object(nil))
-	apply, replace := "patch electionstatuses/status "+string(types.ApplyPatchType), "patch electionstatuses/status "+string(types.JSONPatchType)
-	// The apply, then the replace (the answer is not the status), both
-	// answered pruned.
-	expect(t, "first", f.sync(), apply, replace)
+	expect(t, "first", f.sync(), replace)
 	answered := f.object(json.RawMessage(`{}`))
 	answered.SetResourceVersion(f.c.writtenRV)
 	f.cached(answered)
 	expect(t, "the pruned answer cached", f.sync())
 	expect(t, "again", f.sync())
 	f.cached(f.object(json.RawMessage(`{}`)))
-	expect(t, "another's edit", f.sync(), apply, replace)
+	expect(t, "another's edit", f.sync(), replace)
+}
+
+// TestCreatedMeanwhile: the object exists but the informer has not seen it
+// yet (its kind just served again): the create answers AlreadyExists, the
+// object is read, and its status written on that resourceVersion.
+func TestCreatedMeanwhile(t *testing.T) {
+	f := newFixture(t)
+	existing := f.object(nil)
+	f.client.PrependReactor("create", electionstatus.Resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewAlreadyExists(GVR.GroupResource(), electionstatus.Name)
+	})
+	f.client.PrependReactor("get", electionstatus.Resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, existing, nil
+	})
+	expect(t, "not cached, created meanwhile", f.sync(), "create electionstatuses", "get electionstatuses", replace)
+	guarded(t, f.client.Actions()[2], existing.GetResourceVersion())
 }
