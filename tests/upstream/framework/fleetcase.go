@@ -2,17 +2,21 @@ package framework
 
 import (
 	"context"
-
+	"encoding/json"
 	"fmt"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"math"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"leasetune.io/leasetune/pkg/audit"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -180,14 +184,46 @@ func (in *Installation) Calm(t testing.TB, quiet, limit time.Duration) {
 			return false
 		}, func(r Request) string { return r.User + " " + r.Verb + " " + r.Object() })
 		moved := RolloutsSince(before, in.Rollouts(t))
-		if len(writes) == 0 && len(moved) == 0 && in.Kubelet.Idle() {
+		pending := in.pending(t)
+		if len(writes) == 0 && len(moved) == 0 && len(pending) == 0 && in.Kubelet.Idle() {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not calm within %s: in the last %s, rollouts %v and Deployment writes:\n%s", limit, quiet, moved, Format(writes))
+			t.Fatalf("not calm within %s: in the last %s, rollouts %v, triples pending %v and Deployment writes:\n%s", limit, quiet, moved, pending, Format(writes))
 		}
 	}
 }
+
+// pending are the components whose triple waits for the settle time, as
+// leasetune's ElectionStatus says (a triple saved just before takes effect
+// only then: a quiet window can end before it does).
+func (in *Installation) pending(t testing.TB) []string {
+	t.Helper()
+	u, err := in.Dyn.Resource(electionStatusGVR).Get(context.Background(), electionstatus.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Status electionstatus.Status `json:"status"`
+	}
+	b, _ := json.Marshal(u.Object)
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("the ElectionStatus: %v", err)
+	}
+	var out []string
+	for _, c := range st.Status.Components {
+		if c.Pending != nil {
+			out = append(out, c.Component+" until "+c.SettlesAt)
+		}
+	}
+	return out
+}
+
+// electionStatusGVR is leasetune's ElectionStatus kind.
+var electionStatusGVR = schema.GroupVersionResource{Group: electionstatus.APIGroup, Version: electionstatus.Version, Resource: electionstatus.Resource}
 
 // maxStatusWritesPerChange bounds leasetune's writes of its ElectionStatus
 // while a change propagates: the leader writes it only when what it says
