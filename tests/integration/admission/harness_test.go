@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -155,12 +154,4 @@ func call(t *testing.T, s *server, method, path, tok, body string) (int, map[str
 	var out map[string]interface{}
 	_ = json.NewDecoder(resp.Body).Decode(&out)
 	return resp.StatusCode, out
-}
-
-func effective(t *testing.T, l, r, p string) election.Timings {
-	tm, err := election.Parse(l, r, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tm
 }

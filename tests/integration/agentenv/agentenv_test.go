@@ -314,7 +314,7 @@ func TestConcurrentEditIsNeverLost(t *testing.T) {
 			}
 		}
 	}()
-	tr.Set(mustTimings("60s", "50s", "20s"))
+	tr.Set(kit.Timings("60s", "50s", "20s"))
 	wg.Wait()
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("c%02d", i)
@@ -339,7 +339,7 @@ func TestZeroWritesOnResyncAndRestart(t *testing.T) {
 		}
 		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("z%d", i), kit.WithAnnotations(ann), kit.WithEnv(user)))
 	}
-	tr := newTriples(mustTimings("60s", "50s", "20s"))
+	tr := newTriples(kit.Timings("60s", "50s", "20s"))
 	r := start(t, tr, fleet.ChannelClusterEnvV09)
 	if n := r.settle(); n != 10 {
 		t.Errorf("%d writes for 10 clusters, want 10", n)
@@ -374,7 +374,7 @@ func TestGlobalChangeIsSummedUp(t *testing.T) {
 	for _, name := range []string{"g1", "g2", "g3"} {
 		before[name] = len(cp.Events(t, ns, name, "AgentEnvUpdated"))
 	}
-	next := mustTimings("50s", "40s", "15s")
+	next := kit.Timings("50s", "40s", "15s")
 	tr.Set(next)
 	for _, name := range []string{"g1", "g2", "g3"} {
 		framework.Eventually(t, name+" written", func() bool {

@@ -118,14 +118,6 @@ func annotate(t *testing.T, gvr schema.GroupVersionResource, ns, name string, an
 // and its spec.agentEnvVars: what the agents' customizations are.
 var notEnv = []kit.StripOption{kit.WithoutMetadata(), kit.WithoutSpec("agentEnvVars")}
 
-func mustTimings(l, r, p string) election.Timings {
-	t, err := election.Parse(l, r, p)
-	if err != nil || t.Validate() != nil {
-		panic("bad test timings")
-	}
-	return t
-}
-
 // startIndexes starts two indexes of the fleet Clusters until the test
 // ends: one reading through the stream decoder, as the controller runs,
 // and one decoding whole objects; it returns once both have synced.

@@ -430,7 +430,7 @@ func TestFirstPassBreakRestartOnConvergedClusters(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("r%d", i), kit.WithEnv(user)))
 	}
-	tr := newTriples(mustTimings("60s", "50s", "20s"))
+	tr := newTriples(kit.Timings("60s", "50s", "20s"))
 	first := &eventLog{}
 	r := start(t, tr, fleet.ChannelClusterEnvV09, recordTo(first))
 	r.settle()
@@ -469,8 +469,8 @@ func changeDuringFirstPass(t *testing.T) (*eventLog, election.Timings) {
 	for i := 1; i < 8; i++ {
 		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("b%d", i), kit.WithEnv(user)))
 	}
-	tr := newTriples(mustTimings("60s", "50s", "20s"))
-	next := mustTimings("50s", "40s", "15s")
+	tr := newTriples(kit.Timings("60s", "50s", "20s"))
+	next := kit.Timings("50s", "40s", "15s")
 	log := &eventLog{}
 	var once sync.Once
 	var aWritten atomic.Bool
@@ -581,8 +581,8 @@ func TestFirstPassBreakChangeWhileCachesSync(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("s%d", i), kit.WithEnv(user)))
 	}
-	tr := newTriples(mustTimings("60s", "50s", "20s"))
-	next := mustTimings("50s", "40s", "15s")
+	tr := newTriples(kit.Timings("60s", "50s", "20s"))
+	next := kit.Timings("50s", "40s", "15s")
 	log := &eventLog{}
 	var once sync.Once
 	hold := func(o *agentenvcontroller.Options) {

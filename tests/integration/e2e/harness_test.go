@@ -257,7 +257,7 @@ func addCluster(t *testing.T, ns, name string, ann map[string]string, extra ...c
 // them (agentenv.RecordAnnotation: env name → value).
 func earlierEntries(l, r, p string) (entries []corev1.EnvVar, record map[string]string) {
 	rec := map[string]string{}
-	entries = election.CattlePrefix.Env(mustParse(l, r, p))
+	entries = election.CattlePrefix.Env(kit.Timings(l, r, p))
 	for _, e := range entries {
 		rec[e.Name] = e.Value
 	}

@@ -23,8 +23,8 @@ import (
 )
 
 var (
-	ctrlT  = mustParse("40s", "30s", "5s")
-	agentT = mustParse("60s", "50s", "20s")
+	ctrlT  = kit.Timings("40s", "30s", "5s")
+	agentT = kit.Timings("60s", "50s", "20s")
 )
 
 // TestConvergesEveryFixtureVersion is the main specification, per Fleet
@@ -149,7 +149,7 @@ func TestOneChangeOneWritePerDeployment(t *testing.T) {
 	for name := range before {
 		gens[name] = get(t, e.fleetNS, name).Generation
 	}
-	next := mustParse("45s", "30s", "8s")
+	next := kit.Timings("45s", "30s", "8s")
 	triples.set(settings.FleetController, next)
 	for name := range before {
 		framework.Eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), next, &agentT) })
@@ -217,7 +217,7 @@ func TestDriftRepair(t *testing.T) {
 	start(t, e, tr, "")
 	framework.Eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
 	// A triple change, propagated: its duration is measured...
-	changed := mustParse("40s", "30s", "6s")
+	changed := kit.Timings("40s", "30s", "6s")
 	tr.set(settings.FleetController, changed)
 	framework.Eventually(t, "change propagated", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), changed, nil) })
 	time.Sleep(time.Second)
@@ -345,7 +345,7 @@ func TestChannelDetectedOnceAndKeptAfterOwnWrites(t *testing.T) {
 func TestAgentTimingsNotApplicableAreSaid(t *testing.T) {
 	e := newEnv(t)
 	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.12.0"))
-	agent := mustParse("41s", "33s", "11s") // a triple no other test uses
+	agent := kit.Timings("41s", "33s", "11s") // a triple no other test uses
 	r := start(t, e, newTriples(ctrlT, agent), "")
 	framework.Eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, nil) })
 	msgs := func(name string) []string {

@@ -181,14 +181,3 @@ func envNames(d *appsv1.Deployment, container string) string {
 	}
 	return ""
 }
-
-func mustParse(l, r, p string) election.Timings {
-	t, err := election.Parse(l, r, p)
-	if err != nil {
-		panic(err)
-	}
-	if err := t.Validate(); err != nil {
-		panic(err)
-	}
-	return t
-}

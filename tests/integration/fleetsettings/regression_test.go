@@ -13,6 +13,7 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // TestDuplicateEntryNeverLeavesAnInvalidTriple: the chart's extraEnv can
@@ -30,7 +31,7 @@ func TestDuplicateEntryNeverLeavesAnInvalidTriple(t *testing.T) {
 		}
 	}
 	cp.InstallFleet(t, e.fleetNS, ds)
-	want := mustParse("30s", "20s", "5s")
+	want := kit.Timings("30s", "20s", "5s")
 	r := start(t, e, newTriples(want, agentT), "")
 	framework.Eventually(t, "gitjob runs the wanted triple", func() bool {
 		runs, _, _ := election.CattlePrefix.FromEnv(get(t, e.fleetNS, "gitjob").Spec.Template.Spec.Containers[0].Env) // the last occurrence wins
@@ -110,7 +111,7 @@ func TestStalePatchFailsOnTheRealAPIServer(t *testing.T) {
 		if _, err := deps.Update(ctx, live, metav1.UpdateOptions{FieldManager: "helm"}); err != nil {
 			t.Fatal(err)
 		}
-		changes := fleetenv.Desired(stale, fleetenv.Inputs{Controller: mustParse("30s", "20s", "5s"), ControllerOK: true})
+		changes := fleetenv.Desired(stale, fleetenv.Inputs{Controller: kit.Timings("30s", "20s", "5s"), ControllerOK: true})
 		body, err := fleetenv.PatchBody(stale, changes)
 		if err != nil {
 			t.Fatal(err)

@@ -727,14 +727,6 @@ func customJSON(spec, keys map[string]interface{}) string {
 	return string(b)
 }
 
-func mustTimings(l, r, p string) election.Timings {
-	t, err := election.Parse(l, r, p)
-	if err != nil || t.Validate() != nil {
-		panic("bad test timings")
-	}
-	return t
-}
-
 // useFleetCRD replaces clusters.fleet.cattle.io with the CRD of a Fleet
 // release and waits until it is established.
 func useFleetCRD(t *testing.T, version string) {

@@ -7,6 +7,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // TestThreeEditsInARowTakeEffectOnce: the three agent settings edited one
@@ -20,7 +21,7 @@ func TestThreeEditsInARowTakeEffectOnce(t *testing.T) {
 	ns := cp.Namespace(t)
 	const settle = 4 * time.Second
 	r := startProviderWith(t, ns, nil, settle)
-	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s")) })
+	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, kit.Timings("30s", "25s", "10s")) })
 	r.mu.Lock()
 	r.notified = nil
 	r.mu.Unlock()
@@ -31,13 +32,13 @@ func TestThreeEditsInARowTakeEffectOnce(t *testing.T) {
 	setValue(t, "fleet-agent-leader-election-renew-deadline", "50s")
 	time.Sleep(time.Second)
 	setValue(t, "fleet-agent-leader-election-retry-period", "20s")
-	want := tm("60s", "50s", "20s")
+	want := kit.Timings("60s", "50s", "20s")
 	waitEvent(t, "fleet-agent-leader-election-retry-period", settings.ReasonPending, want.String(), "once the settings have been unchanged for 4s")
 	if st := r.Status(settings.FleetAgent); st.Pending == nil || *st.Pending != want {
 		t.Errorf("status while pending: %+v", st)
 	}
 	if !framework.Consistently(t, "the old triple stays until the settle time has passed", settle-time.Second, func() bool {
-		return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s"))
+		return r.effectiveIs(settings.FleetAgent, kit.Timings("30s", "25s", "10s"))
 	}) {
 		t.FailNow()
 	}
@@ -87,13 +88,13 @@ func TestInvalidStoredTripleKeepsTheLastGoodWhole(t *testing.T) {
 	resetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProviderWith(t, ns, nil, 2*time.Second)
-	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "10s")) })
+	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "10s")) })
 	setValue(t, "fleet-leader-election-renew-deadline", "13s")
 	setValue(t, "fleet-leader-election-retry-period", "11s")
 	framework.Eventually(t, "inputs seen", func() bool { return r.inputsAre(settings.FleetController, "30s", "13s", "11s") })
 	if !framework.Consistently(t, "the last good triple stays whole", 4*time.Second, func() bool {
 		st := r.Status(settings.FleetController)
-		return r.effectiveIs(settings.FleetController, tm("30s", "25s", "10s")) && st.Pending == nil
+		return r.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "10s")) && st.Pending == nil
 	}) {
 		t.FailNow()
 	}
@@ -109,7 +110,7 @@ func TestBothComponentsInOneChangeTakeEffectTogether(t *testing.T) {
 	resetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProviderWith(t, ns, nil, 3*time.Second)
-	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s")) })
+	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, kit.Timings("30s", "25s", "10s")) })
 	r.mu.Lock()
 	r.notified = nil
 	r.mu.Unlock()
@@ -117,7 +118,7 @@ func TestBothComponentsInOneChangeTakeEffectTogether(t *testing.T) {
 	time.Sleep(time.Second)
 	setValue(t, "fleet-agent-leader-election-lease-duration", "40s")
 	framework.Eventually(t, "both in effect", func() bool {
-		return r.effectiveIs(settings.FleetController, tm("40s", "25s", "10s")) && r.effectiveIs(settings.FleetAgent, tm("40s", "25s", "10s"))
+		return r.effectiveIs(settings.FleetController, kit.Timings("40s", "25s", "10s")) && r.effectiveIs(settings.FleetAgent, kit.Timings("40s", "25s", "10s"))
 	})
 	time.Sleep(time.Second)
 	r.mu.Lock()

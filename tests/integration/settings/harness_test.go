@@ -146,14 +146,6 @@ func getSetting(t *testing.T, name string) *v3.Setting {
 	return s
 }
 
-func tm(l, r, p string) election.Timings {
-	out, err := election.Parse(l, r, p)
-	if err != nil {
-		panic(err)
-	}
-	return out
-}
-
 // effectiveIs reports whether the provider's effective controller triple is want.
 func (r *running) effectiveIs(c settings.Component, want election.Timings) bool {
 	got, ok := r.Effective(c)

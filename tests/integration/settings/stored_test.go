@@ -12,6 +12,7 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // rancherStores is the Setting, as stored JSON fields, that Rancher's
@@ -69,7 +70,7 @@ func TestStoredAsRancherStoresThem(t *testing.T) {
 	// A user's value: stored as it is; Rancher's provider leaves customized
 	// and source alone.
 	setValue(t, retry, "5s")
-	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
+	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "5s")) })
 	want := map[string]interface{}{"value": "5s", "default": "10s", "customized": false, "source": ""}
 	if !framework.Consistently(t, "a set value stored as Rancher stores it", framework.ConsistentlyMin, func() bool { return reflect.DeepEqual(stored(t, retry), want) }) {
 		t.FailNow()
