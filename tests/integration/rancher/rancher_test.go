@@ -12,6 +12,7 @@ import (
 	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
 )
@@ -172,7 +173,7 @@ func stepGlobalChange(t *testing.T, h *harness, cs []*cluster) {
 		t.Fatal("test: the new triple equals the old")
 	}
 	h.global = next
-	h.tr.Set(next)
+	h.tr.Set(settings.FleetAgent, next)
 	h.converge("after the global change", cs)
 	want := 0
 	if h.channel == fleet.ChannelClusterEnvV09 {
