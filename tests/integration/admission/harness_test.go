@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -24,8 +23,6 @@ import (
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
-
-var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
 
 // server is a manager running in this process, with its webhook on addr.
 type server struct {
@@ -42,7 +39,7 @@ func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
 // settings, and installs the chart's webhook configuration pointed at it.
 func startServer(t *testing.T, env map[string]string) *server {
 	t.Helper()
-	resetSettings(t)
+	cp.ResetSettings(t)
 	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), addr: freeAddr(t), done: make(chan error, 1)}
 	installWebhookConfig(t, s)
 	sa := rest.CopyConfig(cp.Config)
@@ -60,7 +57,7 @@ func startServer(t *testing.T, env map[string]string) *server {
 	}()
 	t.Cleanup(func() { s.stop(t) })
 	framework.Eventually(t, "settings created", func() bool {
-		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
+		l, err := dyn().Resource(framework.SettingsGVR).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) >= len(settings.Registry)
 	})
 	framework.Eventually(t, "webhook answers", func() bool {
@@ -98,16 +95,10 @@ func installWebhookConfig(t *testing.T, s *server) {
 
 func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(cp.Config) }
 
-// resetSettings deletes every Setting object (no webhook is installed then).
-func resetSettings(t *testing.T) {
-	t.Helper()
-	cp.ResetSettings(t)
-}
-
 // patchValue writes value as an admin would with kubectl.
 func patchValue(name, value string) error {
 	body, _ := json.Marshal(map[string]string{"value": value})
-	_, err := dyn().Resource(settingsGVR).Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{})
+	_, err := dyn().Resource(framework.SettingsGVR).Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{})
 	return err
 }
 

@@ -28,21 +28,19 @@ import (
 	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
-	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
 )
 
 var (
-	settingGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
-	fleetGVR   = fleet.ClusterGVR
+	fleetGVR = fleet.ClusterGVR
 )
 
 // env is one test's namespaces.
 type env struct{ ns, fleetNS, rancherNS string }
 
 func newEnv(t *testing.T) env {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	return env{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t)}
 }
 
@@ -194,27 +192,16 @@ func dyn(gvr schema.GroupVersionResource, ns string) dynamic.ResourceInterface {
 	return d.Resource(gvr).Namespace(ns)
 }
 
-func resetSettings(t *testing.T) {
-	t.Helper()
-	for _, d := range settings.Registry {
-		_ = dyn(settingGVR, "").Delete(context.Background(), d.Name, metav1.DeleteOptions{})
-	}
-	framework.Eventually(t, "settings gone", func() bool {
-		l, err := dyn(settingGVR, "").List(context.Background(), metav1.ListOptions{})
-		return err == nil && len(l.Items) == 0
-	})
-}
-
 // setSetting sets a Setting's value once the Setting exists (the
-// controller creates the six when it starts leading).
+// controller creates the nine when it starts leading).
 func setSetting(t *testing.T, name, value string) {
 	t.Helper()
 	framework.Eventually(t, "setting "+name+" exists", func() bool {
-		_, err := dyn(settingGVR, "").Get(context.Background(), name, metav1.GetOptions{})
+		_, err := dyn(framework.SettingsGVR, "").Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil
 	})
 	body, _ := json.Marshal(map[string]string{"value": value})
-	if _, err := dyn(settingGVR, "").Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+	if _, err := dyn(framework.SettingsGVR, "").Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -337,7 +324,7 @@ func versions(t *testing.T, e env) string {
 	for _, d := range ds.Items {
 		out = append(out, d.Name+"="+d.ResourceVersion)
 	}
-	for _, gvr := range []schema.GroupVersionResource{fleetGVR, settingGVR} {
+	for _, gvr := range []schema.GroupVersionResource{fleetGVR, framework.SettingsGVR} {
 		l, _ := dyn(gvr, "").List(context.Background(), metav1.ListOptions{})
 		for _, u := range l.Items {
 			out = append(out, u.GetName()+"="+u.GetResourceVersion())

@@ -72,7 +72,7 @@ func rancherConfigHas(t *testing.T, e env, ctrl, agent election.Timings) bool {
 // effect with nothing pending.
 func inEffect(t *testing.T, e env, c settings.Component) (election.Timings, bool) {
 	t.Helper()
-	l, err := dyn(settingGVR, "").List(context.Background(), metav1.ListOptions{})
+	l, err := dyn(framework.SettingsGVR, "").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

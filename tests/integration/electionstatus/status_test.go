@@ -28,7 +28,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/agentenv"
-	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	statuscontroller "leasetune.io/leasetune/pkg/controllers/electionstatus"
 	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fleet"
@@ -142,7 +141,7 @@ func same(a, b electionstatus.Status) bool {
 
 func (in *installation) patchSetting(t *testing.T, name, value string) {
 	t.Helper()
-	res := cp.Resource(v3.SchemeGroupVersion.WithResource("settings"), "")
+	res := cp.Resource(framework.SettingsGVR, "")
 	if _, err := res.Patch(context.Background(), name, types.MergePatchType, []byte(`{"value":"`+value+`"}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // TimingsApplied per setting, a TimingsPending first; the intermediate
 // triples never take effect.
 func TestThreeEditsInARowTakeEffectOnce(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	clearEvents(t)
 	ns := cp.Namespace(t)
 	const settle = 4 * time.Second
@@ -85,7 +85,7 @@ func TestThreeEditsInARowTakeEffectOnce(t *testing.T) {
 // retry 11s against 30s/25s/10s: 13s < 2 × 11s) leave the last good triple
 // whole in effect, not a mix nobody chose, and nothing pending.
 func TestInvalidStoredTripleKeepsTheLastGoodWhole(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProviderWith(t, ns, nil, 2*time.Second)
 	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "10s")) })
@@ -107,7 +107,7 @@ func TestInvalidStoredTripleKeepsTheLastGoodWhole(t *testing.T) {
 // which carries both triples, and rancher-config roll once, not twice (an
 // e2e test found two writes when each component settled on its own).
 func TestBothComponentsInOneChangeTakeEffectTogether(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProviderWith(t, ns, nil, 3*time.Second)
 	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, kit.Timings("30s", "25s", "10s")) })

@@ -74,7 +74,7 @@ func assertOnly(t *testing.T, r *running, want election.Timings) {
 // Rancher v2.15.0's webhook.
 func TestLeaveEnvWithoutUserValue(t *testing.T) {
 	for i := 0; i < 3; i++ { // the replace's delete and create race the cache
-		resetSettings(t)
+		cp.ResetSettings(t)
 		wh := cp.StartRancherWebhook(t)
 		ns := cp.Namespace(t)
 		want := envThenRemoved(t, ns)
@@ -96,7 +96,7 @@ func TestLeaveEnvWithoutUserValue(t *testing.T) {
 // kube-apiserver): a later sync creates the object with the env value, and
 // nothing else is put in effect meanwhile.
 func TestLeaveEnvCreateFails(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	want := envThenRemoved(t, ns)
 	var creates atomic.Int32
@@ -123,7 +123,7 @@ func TestLeaveEnvCreateFails(t *testing.T) {
 // controller's) is not deleted to leave source env: it is patched, as on
 // Rancher before v2.15, and keeps its finalizer.
 func TestLeaveEnvKeepsAFinalizer(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProvider(t, ns, nil)
 	setValue(t, retry, "5s")

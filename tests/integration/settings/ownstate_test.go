@@ -134,7 +134,7 @@ func TestOwnstateInterleavedWriters(t *testing.T) {
 // then, having adopted it, the provider evaluates again and converges on
 // the Setting objects.
 func TestProviderStateWriteKeepsOtherWritersValue(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	cms := &interleaved{ConfigMapsGetter: cp.Client.CoreV1(), name: settings.DefaultStateName}
 	ctx, cancel := context.WithCancel(context.Background())

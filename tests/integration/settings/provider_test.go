@@ -15,7 +15,7 @@ import (
 )
 
 func TestCreatesMissingSettingsWithDefaults(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
 	for _, d := range settings.Registry {
 		s := getSetting(t, d.Name)
@@ -34,7 +34,7 @@ func TestCreatesMissingSettingsWithDefaults(t *testing.T) {
 }
 
 func TestKeepsExistingValueAndFixesDefault(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	// Rancher's SetIfUnset semantics: an existing value is kept.
 	c := settingClient(t)
 	if _, err := c.Create(&v3.Setting{ObjectMeta: metav1.ObjectMeta{Name: retry}, Value: "5s", Default: "99s"}); err != nil {
@@ -60,7 +60,7 @@ func TestKeepsExistingValueAndFixesDefault(t *testing.T) {
 }
 
 func TestUpdateTakesEffect(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
 	setValue(t, "fleet-agent-leader-election-retry-period", "4s")
 	framework.Eventually(t, "agent retry 4s", func() bool { return r.effectiveIs(settings.FleetAgent, kit.Timings("30s", "25s", "4s")) })
@@ -72,7 +72,7 @@ func TestUpdateTakesEffect(t *testing.T) {
 }
 
 func TestDeletedSettingIsRestoredWithUserValue(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProvider(t, ns, nil)
 	setValue(t, retry, "5s")
@@ -99,7 +99,7 @@ func TestDeletedSettingIsRestoredWithUserValue(t *testing.T) {
 }
 
 func TestDeletionAcrossRestartLosesNothing(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProvider(t, ns, nil)
 	setValue(t, lease, "60s")
@@ -110,7 +110,7 @@ func TestDeletionAcrossRestartLosesNothing(t *testing.T) {
 	r.stop()
 
 	// While the project is down, Rancher (2.9+, at its start) deletes settings it does not know.
-	resetSettings(t)
+	cp.ResetSettings(t)
 
 	r2 := startProvider(t, ns, nil)
 	if !r2.effectiveIs(settings.FleetController, want) {
@@ -129,7 +129,7 @@ func TestDeletionAcrossRestartLosesNothing(t *testing.T) {
 // Setting rules (Rancher v2.15.0), which refuses an update that moves a
 // Setting off source env: every write leasetune makes passes them.
 func TestEnvOverride(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	wh := cp.StartRancherWebhook(t)
 	ns := cp.Namespace(t)
 	r := startProvider(t, ns, nil)
@@ -167,7 +167,7 @@ func TestEnvOverride(t *testing.T) {
 }
 
 func TestInvalidValuesAreRefused(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
 	good := election.FleetDefaults
 	cases := []struct {
@@ -212,7 +212,7 @@ func TestInvalidValuesAreRefused(t *testing.T) {
 }
 
 func TestEmptyValueMeansDefault(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
 	setValue(t, lease, "60s")
 	setValue(t, renew, "50s")
@@ -233,7 +233,7 @@ func TestEmptyValueMeansDefault(t *testing.T) {
 }
 
 func TestNoValidTripleAtStartWritesNothing(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	c := settingClient(t)
 	// renew deadline 40s with the default lease 30s: never valid.
 	if _, err := c.Create(&v3.Setting{ObjectMeta: metav1.ObjectMeta{Name: renew}, Value: "40s"}); err != nil {
@@ -260,7 +260,7 @@ func TestNoValidTripleAtStartWritesNothing(t *testing.T) {
 // the effective triple is the model's: the new one if it validates, else
 // the last good one; and that no invalid triple was ever published.
 func TestRandomEditsNeverPublishInvalidTriple(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
 	rng := kit.Rand(t, 1)
 
@@ -308,7 +308,7 @@ func TestRandomEditsNeverPublishInvalidTriple(t *testing.T) {
 }
 
 func TestSetWritesOnlyValueAndValidates(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
 	ctx := context.Background()
 	for _, bad := range []struct{ name, value, part string }{
@@ -344,7 +344,7 @@ func TestSetWritesOnlyValueAndValidates(t *testing.T) {
 // renewDeadline ≥ 2 × retryPeriod) through a direct write (the Provider
 // refuses it with an Event), Provider.Set and the env overrides.
 func TestFloorOnEveryEntry(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProvider(t, ns, nil)
 	ctx := context.Background()

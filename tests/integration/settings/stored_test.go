@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
@@ -33,7 +32,7 @@ func rancherStores(def, env string, envOk bool) map[string]interface{} {
 // metadata, as the apiserver answers them.
 func stored(t *testing.T, name string) map[string]interface{} {
 	t.Helper()
-	u, err := dynamic.NewForConfigOrDie(cp.Config).Resource(v3.SchemeGroupVersion.WithResource("settings")).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := dynamic.NewForConfigOrDie(cp.Config).Resource(framework.SettingsGVR).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get setting %s: %v", name, err)
 	}
@@ -55,7 +54,7 @@ func stored(t *testing.T, name string) map[string]interface{} {
 // user's value; customized true, as an earlier leasetune stored it, is put
 // back to false. A divergence from Rancher's stored shape fails here.
 func TestStoredAsRancherStoresThem(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	const envSetting, emptyEnvSetting = "fleet-agent-leader-election-retry-period", "fleet-agent-leader-election-renew-deadline"
 	envDef, _ := settings.Lookup(envSetting)
 	emptyDef, _ := settings.Lookup(emptyEnvSetting)

@@ -44,8 +44,6 @@ var cp *framework.ControlPlane
 
 func TestMain(m *testing.M) { os.Exit(framework.Main(m, &cp, framework.Options{})) }
 
-var settingsGVR = v3.SchemeGroupVersion.WithResource("settings")
-
 func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
 
 func get(url string) (int, string) {
@@ -208,7 +206,7 @@ func settingCRDUID() types.UID {
 
 // settingValue is the stored value of the Setting called name, and whether it exists.
 func settingValue(name string) (string, bool) {
-	u, err := dynamic.NewForConfigOrDie(cp.Config).Resource(settingsGVR).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := dynamic.NewForConfigOrDie(cp.Config).Resource(framework.SettingsGVR).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return "", false
 	}

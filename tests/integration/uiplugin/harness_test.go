@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -30,8 +29,6 @@ import (
 	"leasetune.io/leasetune/pkg/uiplugin"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
-
-var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
 
 func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(cp.Config) }
 
@@ -138,7 +135,7 @@ type serverOptions struct {
 // it, and the UI bundle served at http://<uiAddr>.
 func startServer(t *testing.T, o serverOptions) *server {
 	t.Helper()
-	resetSettings(t)
+	cp.ResetSettings(t)
 	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t), addr: freeAddr(t), uiAddr: freeAddr(t), done: make(chan error, 1)}
 	installWebhookConfig(t, s)
 	sa := rest.CopyConfig(cp.Config)
@@ -162,7 +159,7 @@ func startServer(t *testing.T, o serverOptions) *server {
 	}()
 	t.Cleanup(func() { s.stop(t) })
 	framework.Eventually(t, "settings created", func() bool {
-		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
+		l, err := dyn().Resource(framework.SettingsGVR).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) >= len(settings.Registry)
 	})
 	framework.Eventually(t, "webhook answers", func() bool {
@@ -209,16 +206,10 @@ func installWebhookConfig(t *testing.T, s *server) {
 	cp.InstallWebhookConfig(t, render(t, "namespaceOverride="+s.ns), s.addr)
 }
 
-// resetSettings deletes every Setting object (with no webhook installed).
-func resetSettings(t *testing.T) {
-	t.Helper()
-	cp.ResetSettings(t)
-}
-
 // settingValue reads a Setting's value.
 func settingValue(t *testing.T, name string) string {
 	t.Helper()
-	u, err := dyn().Resource(settingsGVR).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := dyn().Resource(framework.SettingsGVR).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
