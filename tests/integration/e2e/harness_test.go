@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,24 +42,11 @@ func newEnv(t *testing.T) env {
 	return env{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t)}
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // proc is a running leasetune controller process.
 type proc struct {
 	identity string
 	cmd      *exec.Cmd
-	out      *syncBuffer
+	out      *kit.SyncBuffer
 	health   string
 	metrics  string
 	exited   chan struct{}
@@ -113,7 +98,7 @@ func start(t *testing.T, e env, identity string, extra ...string) *proc {
 func launch(t *testing.T, e env, identity string, extra ...string) *proc {
 	t.Helper()
 	addrs := freeAddrs(t, 3)
-	p := &proc{identity: identity, out: &syncBuffer{}, health: addrs[0], metrics: addrs[1], exited: make(chan struct{})}
+	p := &proc{identity: identity, out: &kit.SyncBuffer{}, health: addrs[0], metrics: addrs[1], exited: make(chan struct{})}
 	args := append([]string{"controller", "--kubeconfig", kubeconfig, "--namespace", e.ns,
 		"--fleet-namespace", e.fleetNS, "--rancher-namespace", e.rancherNS, "--identity", identity,
 		"--health-addr", p.health, "--metrics-addr", p.metrics, "--webhook-addr", addrs[2], "--log-format", "text"}, extra...)

@@ -11,7 +11,6 @@
 package stayingup_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -19,7 +18,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +36,7 @@ import (
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 var cp *framework.ControlPlane
@@ -57,31 +56,13 @@ func get(url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// logBuffer collects the controller's log lines, safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // running is a manager.Run in this process.
 type running struct {
-	health string         // host:port of /healthz and /readyz
-	done   chan error     // Run's result
-	logs   *logBuffer     // its log (level info)
-	cancel func()         // stops it
-	cfg    manager.Config // as run
+	health string          // host:port of /healthz and /readyz
+	done   chan error      // Run's result
+	logs   *kit.SyncBuffer // its log (level info)
+	cancel func()          // stops it
+	cfg    manager.Config  // as run
 }
 
 // start runs manager.Run with rc and cfg (the namespaces, the client
@@ -100,7 +81,7 @@ func start(t *testing.T, rc *rest.Config, cfg manager.Config) *running {
 		cfg.HealthAddr = freeAddr(t)
 	}
 	cfg.LookupEnv = func(string) (string, bool) { return "", false }
-	r := &running{health: cfg.HealthAddr, done: make(chan error, 1), logs: &logBuffer{}, cfg: cfg}
+	r := &running{health: cfg.HealthAddr, done: make(chan error, 1), logs: &kit.SyncBuffer{}, cfg: cfg}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() {
