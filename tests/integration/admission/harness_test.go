@@ -32,15 +32,13 @@ type server struct {
 	done     chan error
 }
 
-func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
-
 // startServer runs the manager as the project's service account (so its own
 // writes are exempt, as in a real installation) with the given env for the
 // settings, and installs the chart's webhook configuration pointed at it.
 func startServer(t *testing.T, env map[string]string) *server {
 	t.Helper()
 	cp.ResetSettings(t)
-	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), addr: freeAddr(t), done: make(chan error, 1)}
+	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), addr: framework.FreeAddr(t), done: make(chan error, 1)}
 	installWebhookConfig(t, s)
 	sa := rest.CopyConfig(cp.Config)
 	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + s.ns + ":leasetune", Groups: []string{"system:masters"}}

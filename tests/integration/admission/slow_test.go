@@ -72,7 +72,7 @@ func TestAdmissionWhileTheAPIServerIsSlow(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 
 	ns := cp.Namespace(t)
-	addr := freeAddr(t)
+	addr := framework.FreeAddr(t)
 	via := &rest.Config{Host: "http://" + ln.Addr().String(), QPS: 100, Burst: 200}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

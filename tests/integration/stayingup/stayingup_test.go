@@ -43,8 +43,6 @@ var cp *framework.ControlPlane
 
 func TestMain(m *testing.M) { os.Exit(framework.Main(m, &cp, framework.Options{})) }
 
-func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
-
 func get(url string) (int, string) {
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get(url)
@@ -78,7 +76,7 @@ func start(t *testing.T, rc *rest.Config, cfg manager.Config) *running {
 	cfg.QPS, cfg.Burst, cfg.Workers = 100, 200, 1
 	cfg.LeaderElection, cfg.LeaseName, cfg.Identity, cfg.Timings = true, "leasetune", "stayingup", manager.DefaultTimings
 	if cfg.HealthAddr == "" {
-		cfg.HealthAddr = freeAddr(t)
+		cfg.HealthAddr = framework.FreeAddr(t)
 	}
 	cfg.LookupEnv = func(string) (string, bool) { return "", false }
 	r := &running{health: cfg.HealthAddr, done: make(chan error, 1), logs: &kit.SyncBuffer{}, cfg: cfg}

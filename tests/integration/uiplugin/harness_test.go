@@ -32,8 +32,6 @@ import (
 
 func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(cp.Config) }
 
-func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
-
 func installUIPluginCRD(t *testing.T) { cp.InstallUIPluginCRD(t) }
 
 // ensureNamespace creates a namespace with a fixed name (Rancher's
@@ -136,7 +134,7 @@ type serverOptions struct {
 func startServer(t *testing.T, o serverOptions) *server {
 	t.Helper()
 	cp.ResetSettings(t)
-	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t), addr: freeAddr(t), uiAddr: freeAddr(t), done: make(chan error, 1)}
+	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t), addr: framework.FreeAddr(t), uiAddr: framework.FreeAddr(t), done: make(chan error, 1)}
 	installWebhookConfig(t, s)
 	sa := rest.CopyConfig(cp.Config)
 	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + s.ns + ":leasetune", Groups: []string{"system:masters"}}
