@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,30 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/klog/v2"
+
+	"leasetune.io/leasetune/tests/kit"
 )
-
-// syncBuffer is a bytes.Buffer safe for the loggers' concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // restoreLoggers undoes routeLibraryLogs after a test.
 func restoreLoggers(t *testing.T) {
@@ -67,7 +49,7 @@ func logEverywhere() {
 // levels.
 func TestLibraryLogsAreJSONLines(t *testing.T) {
 	restoreLoggers(t)
-	var buf syncBuffer
+	var buf kit.SyncBuffer
 	lg, err := newLoggerTo(&buf, "json", "info")
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +102,7 @@ func TestLibraryLogsAreJSONLines(t *testing.T) {
 // format, none klog's (I1201 ...) or logrus's (time="..." level=info).
 func TestLibraryLogsText(t *testing.T) {
 	restoreLoggers(t)
-	var buf syncBuffer
+	var buf kit.SyncBuffer
 	if _, err := newLoggerTo(&buf, "text", "debug"); err != nil {
 		t.Fatal(err)
 	}

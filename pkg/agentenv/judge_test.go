@@ -12,15 +12,6 @@ import (
 	"leasetune.io/leasetune/tests/kit"
 )
 
-func mustT(t *testing.T, l, r, p string) election.Timings {
-	t.Helper()
-	tt, err := election.Parse(l, r, p)
-	if err != nil || tt.Validate() != nil {
-		t.Fatalf("bad timings %s/%s/%s", l, r, p)
-	}
-	return tt
-}
-
 // TestJudgeGlobalRepro is the repro: agent settings 40s/33s/15s, a
 // cluster with someone else's CATTLE_ELECTION_LEASE_DURATION=35s; the
 // global lease to 60s passes (the agent runs 35s/33s/15s), then renew to
@@ -29,14 +20,14 @@ func TestJudgeGlobalRepro(t *testing.T) {
 	theirs := ClusterEnv{Namespace: "fleet-default", Name: "edge-9", Env: []corev1.EnvVar{{Name: L, Value: "35s"}}}
 	ok := ClusterEnv{Namespace: "fleet-default", Name: "edge-1"}
 	ch := fleet.ChannelAgentManagement
-	if b := JudgeGlobal(mustT(t, "40s", "33s", "15s"), mustT(t, "60s", "33s", "15s"), ch, []ClusterEnv{theirs, ok}); len(b) != 0 {
+	if b := JudgeGlobal(kit.Timings("40s", "33s", "15s"), kit.Timings("60s", "33s", "15s"), ch, []ClusterEnv{theirs, ok}); len(b) != 0 {
 		t.Errorf("lease 60s: %v", b)
 	}
-	b := JudgeGlobal(mustT(t, "60s", "33s", "15s"), mustT(t, "60s", "40s", "15s"), ch, []ClusterEnv{theirs, ok})
+	b := JudgeGlobal(kit.Timings("60s", "33s", "15s"), kit.Timings("60s", "40s", "15s"), ch, []ClusterEnv{theirs, ok})
 	if len(b) != 1 || b[0].Cluster.Name != "edge-9" || b[0].Runs != (election.Timings{LeaseDuration: 35 * time.Second, RenewDeadline: 40 * time.Second, RetryPeriod: 15 * time.Second}) {
 		t.Fatalf("renew 40s: %+v", b)
 	}
-	msg := BrokenError(mustT(t, "60s", "40s", "15s"), b).Error()
+	msg := BrokenError(kit.Timings("60s", "40s", "15s"), b).Error()
 	for _, want := range []string{"1 cluster(s)", "fleet-default/edge-9", "CATTLE_ELECTION_LEASE_DURATION=35s", "leaseDuration 35s must exceed renewDeadline 40s"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q: %s", want, msg)
@@ -44,13 +35,13 @@ func TestJudgeGlobalRepro(t *testing.T) {
 	}
 	// Only v0.13+ combines the global triple with others' entries.
 	for _, other := range []fleet.AgentChannel{fleet.ChannelClusterEnvV09, fleet.ChannelFixedV012, fleet.ChannelNoElection, fleet.ChannelFixedV090} {
-		if b := JudgeGlobal(mustT(t, "60s", "33s", "15s"), mustT(t, "60s", "40s", "15s"), other, []ClusterEnv{theirs}); len(b) != 0 {
+		if b := JudgeGlobal(kit.Timings("60s", "33s", "15s"), kit.Timings("60s", "40s", "15s"), other, []ClusterEnv{theirs}); len(b) != 0 {
 			t.Errorf("%s: %v", other, b)
 		}
 	}
 	// A cluster already broken is no reason to refuse: a way out exists.
 	broken := ClusterEnv{Name: "b", Env: []corev1.EnvVar{{Name: L, Value: "20s"}}}
-	if b := JudgeGlobal(mustT(t, "60s", "33s", "15s"), mustT(t, "60s", "40s", "15s"), ch, []ClusterEnv{broken}); len(b) != 0 {
+	if b := JudgeGlobal(kit.Timings("60s", "33s", "15s"), kit.Timings("60s", "40s", "15s"), ch, []ClusterEnv{broken}); len(b) != 0 {
 		t.Errorf("already broken: %v", b)
 	}
 }

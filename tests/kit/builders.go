@@ -1,7 +1,10 @@
 // Package kit is the part of the project's test kit that unit tests may
-// import as well as integration tests: object builders, the stripper of
-// fields a comparison leaves out, and the seed of property tests. It
-// imports no envtest and no controller package; the parts that need a
+// import as well as integration tests: object builders, election triples
+// from strings, the stripper of fields a comparison leaves out, and the
+// seed of property tests. Of the project's packages it imports only
+// pkg/election (so that package's own tests cannot import kit); the fakes
+// of settings.Triples and of the Fleet agent channel, which import more,
+// are in tests/kit/fakes. It imports no envtest and no controller package; the parts that need a
 // running kube-apiserver (the control plane, the write recorder, the
 // quiet-period wait, Consistently) are in tests/integration/framework.
 package kit

@@ -24,26 +24,13 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
-	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/kit/fakes"
 )
 
 // The tests of sync seed the controller's caches and a fake dynamic
 // client with the same objects, call sync directly and check the exact
 // list of the client's actions (kubernetes/sample-controller's
 // controller_test.go: TestDoNothing and friends).
-
-type fixedTriples struct {
-	t  election.Timings
-	ok bool
-}
-
-func (f fixedTriples) Effective(settings.Component) (election.Timings, bool) { return f.t, f.ok }
-func (f fixedTriples) OnChange(func())                                       {}
-
-type fixedChannel struct{ ch fleet.AgentChannel }
-
-func (f fixedChannel) Channel() (fleet.AgentChannel, bool) { return f.ch, f.ch != "" }
-func (f fixedChannel) OnChannelChange(func())              {}
 
 // fixture is a controller whose caches and fake client hold objs.
 type fixture struct {
@@ -60,7 +47,7 @@ func newFixture(t *testing.T, triple election.Timings, ch fleet.AgentChannel, ob
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
 		fleet.ClusterGVR: "ClusterList", rancher.ProvisioningClusterGVR: "ClusterList", rancher.ManagementClusterGVR: "ClusterList"})
 	f := &fixture{t: t, client: client, events: record.NewFakeRecorder(100), clock: clocktesting.NewFakeClock(time.Unix(1e9, 0))}
-	f.c = New(Options{Client: client, Triples: fixedTriples{triple, true}, Channels: fixedChannel{ch},
+	f.c = New(Options{Client: client, Triples: fakes.AgentTriples(triple), Channels: fakes.Channel(ch),
 		Recorder: f.events, Clock: f.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	for _, o := range objs {
 		f.seed(o)
@@ -196,7 +183,7 @@ func TestSyncDoesNothingWithoutTripleOrChannel(t *testing.T) {
 	f := newFixture(t, global, "", c)
 	f.check(f.sync("fleet-default/c1"))
 	f = newFixture(t, global, writes, c)
-	f.c.opts.Triples = fixedTriples{}
+	f.c.opts.Triples = fakes.NewTriples(nil)
 	f.check(f.sync("fleet-default/c1"))
 }
 

@@ -22,9 +22,9 @@ import (
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/kit"
+	"leasetune.io/leasetune/tests/kit/fakes"
 )
 
-// fixedTriples is a settings.Triples that never changes.
 // The Fleet Deployments' entries at Fleet's defaults, and a controller
 // triple that differs from them.
 var (
@@ -33,15 +33,7 @@ var (
 	five     = election.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 25 * time.Second, RetryPeriod: 5 * time.Second}
 )
 
-type fixedTriples map[settings.Component]election.Timings
-
-func (f fixedTriples) Effective(c settings.Component) (election.Timings, bool) {
-	t, ok := f[c]
-	return t, ok
-}
-func (f fixedTriples) OnChange(func()) {}
-
-func newTestController(t *testing.T, tr fixedTriples, ctrl *gomock.Controller) (*Controller, *kfake.Clientset,
+func newTestController(t *testing.T, tr settings.Triples, ctrl *gomock.Controller) (*Controller, *kfake.Clientset,
 	*fake.MockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList], *fake.MockControllerInterface[*corev1.ConfigMap, *corev1.ConfigMapList]) {
 	cs := kfake.NewSimpleClientset()
 	deps := fake.NewMockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList](ctrl)
@@ -61,7 +53,7 @@ func gitjob(env []corev1.EnvVar) *appsv1.Deployment {
 
 // TestDoNothing: a converged Deployment makes no API call at all.
 func TestDoNothing(t *testing.T) {
-	c, cs, _, _ := newTestController(t, fixedTriples{settings.FleetController: election.FleetDefaults, settings.FleetAgent: election.FleetDefaults}, gomock.NewController(t))
+	c, cs, _, _ := newTestController(t, fakes.FleetTriples(election.FleetDefaults, election.FleetDefaults), gomock.NewController(t))
 	if err := c.syncDeployment(context.Background(), gitjob(fleetEnv)); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +64,7 @@ func TestDoNothing(t *testing.T) {
 
 // TestOnePatch: a change is one JSON patch, and nothing else.
 func TestOnePatch(t *testing.T) {
-	c, cs, _, _ := newTestController(t, fixedTriples{settings.FleetController: five, settings.FleetAgent: election.FleetDefaults}, gomock.NewController(t))
+	c, cs, _, _ := newTestController(t, fakes.FleetTriples(five, election.FleetDefaults), gomock.NewController(t))
 	d := gitjob(fleetEnv)
 	if err := cs.Tracker().Add(d); err != nil {
 		t.Fatal(err)
@@ -95,7 +87,7 @@ func TestOnePatch(t *testing.T) {
 // namespace (from the cache, no API call) and rancher-config.
 func TestEnqueueAll(t *testing.T) {
 	ctrl := gomock.NewController(t)
-	c, cs, deps, cms := newTestController(t, fixedTriples{}, ctrl)
+	c, cs, deps, cms := newTestController(t, fakes.NewTriples(nil), ctrl)
 	cache := fake.NewMockCacheInterface[*appsv1.Deployment](ctrl)
 	deps.EXPECT().Cache().Return(cache)
 	cache.EXPECT().List("cattle-fleet-system", labels.Everything()).Return([]*appsv1.Deployment{gitjob(nil), kit.Deployment("", "helmops")}, nil)
@@ -115,11 +107,11 @@ func TestEnqueueAll(t *testing.T) {
 func TestAgentRedeploysAreCounted(t *testing.T) {
 	for _, c := range []struct {
 		name       string
-		tr         fixedTriples
+		tr         settings.Triples
 		wantAgents float64
 	}{
-		{"agent triple", fixedTriples{settings.FleetController: election.FleetDefaults, settings.FleetAgent: five}, 7},
-		{"controller triple", fixedTriples{settings.FleetController: five, settings.FleetAgent: election.FleetDefaults}, 0},
+		{"agent triple", fakes.FleetTriples(election.FleetDefaults, five), 7},
+		{"controller triple", fakes.FleetTriples(five, election.FleetDefaults), 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctl, cs, _, _ := newTestController(t, c.tr, gomock.NewController(t))

@@ -18,6 +18,7 @@ import (
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/kit"
+	"leasetune.io/leasetune/tests/kit/fakes"
 )
 
 func refusedGauge(reason string) float64 {
@@ -63,7 +64,7 @@ func TestNotApplicableGauge(t *testing.T) {
 		{"v0.13+, a customized triple", fleet.ChannelAgentManagement, five, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctl, _, _, _ := newTestController(t, fixedTriples{settings.FleetController: election.FleetDefaults, settings.FleetAgent: c.agent}, gomock.NewController(t))
+			ctl, _, _, _ := newTestController(t, fakes.FleetTriples(election.FleetDefaults, c.agent), gomock.NewController(t))
 			ctl.override = c.ch
 			metrics.SettingRefused.WithLabelValues(string(settings.FleetAgent), metrics.RefusedNotApplicable).Set(-1)
 			ctl.reportAgentTimings()
@@ -79,7 +80,7 @@ func TestNotApplicableGauge(t *testing.T) {
 // agent triple in effect, and 0 once it accepts it.
 func TestAgentsRefusedGauge(t *testing.T) {
 	ctrl := gomock.NewController(t)
-	ctl, _, deps, _ := newTestController(t, fixedTriples{settings.FleetController: election.FleetDefaults, settings.FleetAgent: five}, ctrl)
+	ctl, _, deps, _ := newTestController(t, fakes.FleetTriples(election.FleetDefaults, five), ctrl)
 	verdict := errors.New("cluster fleet-default/c1: its agent would run an invalid triple")
 	ctl.opts.CheckAgentTriple = func(context.Context, election.Timings, election.Timings, fleet.AgentChannel) error { return verdict }
 	cache := fake.NewMockCacheInterface[*appsv1.Deployment](ctrl)
@@ -111,7 +112,7 @@ func TestAgentsRefusedGauge(t *testing.T) {
 func TestPropagationGauges(t *testing.T) {
 	pending := func() float64 { return testutil.ToFloat64(metrics.PropagationPending.WithLabelValues(controllerName)) }
 	deadline := func() float64 { return testutil.ToFloat64(metrics.PropagationDeadline.WithLabelValues(controllerName)) }
-	ctl, _, _, _ := newTestController(t, fixedTriples{}, gomock.NewController(t))
+	ctl, _, _, _ := newTestController(t, fakes.NewTriples(nil), gomock.NewController(t))
 	at := time.Unix(1_800_000_000, 500_000_000)
 	ctl.beginPropagation(at, []string{"cattle-fleet-system/fleet-controller", "cattle-fleet-system/gitjob"})
 	if got, gotD := pending(), deadline(); got != 3 || gotD != 1_800_000_000.5 {

@@ -88,7 +88,7 @@ func TestDirectWritesAreRefusedAtTheDoor(t *testing.T) {
 	}
 	// Writes of default and source by others pass (the webhook matches only value changes).
 	body := []byte(`{"default":"11s"}`)
-	if _, err := dyn().Resource(settingsGVR).Patch(context.Background(), retry, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+	if _, err := dyn().Resource(framework.SettingsGVR).Patch(context.Background(), retry, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 		t.Errorf("a write of default was refused: %v", err)
 	}
 }
@@ -103,7 +103,7 @@ func TestProjectServiceAccountIsExempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Resource(settingsGVR).Patch(context.Background(), retry, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+	if _, err := c.Resource(framework.SettingsGVR).Patch(context.Background(), retry, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 		t.Errorf("the project's own write was refused: %v", err)
 	}
 }
@@ -111,7 +111,7 @@ func TestProjectServiceAccountIsExempt(t *testing.T) {
 func TestEnvSourcedSettingIsReadOnly(t *testing.T) {
 	s := startServer(t, map[string]string{"CATTLE_FLEET_LEADER_ELECTION_RETRY_PERIOD": "4s"})
 	framework.Eventually(t, "source env", func() bool {
-		u, err := dyn().Resource(settingsGVR).Get(context.Background(), retry, metav1.GetOptions{})
+		u, err := dyn().Resource(framework.SettingsGVR).Get(context.Background(), retry, metav1.GetOptions{})
 		return err == nil && u.Object["source"] == "env"
 	})
 	if err := patchValue(retry, "5s"); err == nil || !strings.Contains(err.Error(), "read-only") {
@@ -181,7 +181,7 @@ func TestWebhookDownBlocksOnlyOurSettings(t *testing.T) {
 	// Rancher's own settings never reach the webhook.
 	rancher := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "management.cattle.io/v3", "kind": "Setting", "value": "https://rancher.example.com"}}
 	rancher.SetName("server-url")
-	if _, err := dyn().Resource(settingsGVR).Create(context.Background(), rancher, metav1.CreateOptions{}); err != nil {
+	if _, err := dyn().Resource(framework.SettingsGVR).Create(context.Background(), rancher, metav1.CreateOptions{}); err != nil {
 		t.Errorf("Rancher's setting blocked while the webhook is down: %v", err)
 	}
 	if err := patchValue("server-url", "https://other.example.com"); err != nil {

@@ -15,18 +15,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
-
-var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
 
 // server is a manager running in this process, with its webhook on addr.
 type server struct {
@@ -36,15 +32,13 @@ type server struct {
 	done     chan error
 }
 
-func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
-
 // startServer runs the manager as the project's service account (so its own
 // writes are exempt, as in a real installation) with the given env for the
 // settings, and installs the chart's webhook configuration pointed at it.
 func startServer(t *testing.T, env map[string]string) *server {
 	t.Helper()
-	resetSettings(t)
-	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), addr: freeAddr(t), done: make(chan error, 1)}
+	cp.ResetSettings(t)
+	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), addr: framework.FreeAddr(t), done: make(chan error, 1)}
 	installWebhookConfig(t, s)
 	sa := rest.CopyConfig(cp.Config)
 	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + s.ns + ":leasetune", Groups: []string{"system:masters"}}
@@ -61,7 +55,7 @@ func startServer(t *testing.T, env map[string]string) *server {
 	}()
 	t.Cleanup(func() { s.stop(t) })
 	framework.Eventually(t, "settings created", func() bool {
-		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
+		l, err := dyn().Resource(framework.SettingsGVR).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) >= len(settings.Registry)
 	})
 	framework.Eventually(t, "webhook answers", func() bool {
@@ -99,16 +93,10 @@ func installWebhookConfig(t *testing.T, s *server) {
 
 func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(cp.Config) }
 
-// resetSettings deletes every Setting object (no webhook is installed then).
-func resetSettings(t *testing.T) {
-	t.Helper()
-	cp.ResetSettings(t)
-}
-
 // patchValue writes value as an admin would with kubectl.
 func patchValue(name, value string) error {
 	body, _ := json.Marshal(map[string]string{"value": value})
-	_, err := dyn().Resource(settingsGVR).Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{})
+	_, err := dyn().Resource(framework.SettingsGVR).Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{})
 	return err
 }
 
@@ -155,12 +143,4 @@ func call(t *testing.T, s *server, method, path, tok, body string) (int, map[str
 	var out map[string]interface{}
 	_ = json.NewDecoder(resp.Body).Decode(&out)
 	return resp.StatusCode, out
-}
-
-func effective(t *testing.T, l, r, p string) election.Timings {
-	tm, err := election.Parse(l, r, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tm
 }

@@ -31,7 +31,7 @@ func asLeasetune(t *testing.T, s *server) dynamic.Interface {
 func setAs(t *testing.T, c dynamic.Interface, name, value string) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"value": value})
-	if _, err := c.Resource(settingsGVR).Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+	if _, err := c.Resource(framework.SettingsGVR).Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -109,11 +109,11 @@ func TestPutNeedsOnlyGetAndPatch(t *testing.T) {
 func TestEnvSettingCannotBeChangedInTwoSteps(t *testing.T) {
 	startServer(t, map[string]string{"CATTLE_FLEET_LEADER_ELECTION_RETRY_PERIOD": "4s"})
 	framework.Eventually(t, "source env", func() bool {
-		u, err := dyn().Resource(settingsGVR).Get(context.Background(), retry, metav1.GetOptions{})
+		u, err := dyn().Resource(framework.SettingsGVR).Get(context.Background(), retry, metav1.GetOptions{})
 		return err == nil && u.Object["source"] == "env"
 	})
 	body := []byte(`{"source":""}`)
-	_, _ = dyn().Resource(settingsGVR).Patch(context.Background(), retry, types.MergePatchType, body, metav1.PatchOptions{})
+	_, _ = dyn().Resource(framework.SettingsGVR).Patch(context.Background(), retry, types.MergePatchType, body, metav1.PatchOptions{})
 	if err := patchValue(retry, "5s"); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Errorf("second step: %v", err)
 	}

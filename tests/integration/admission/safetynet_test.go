@@ -52,7 +52,7 @@ func TestAgentTripleJudgedByWhatEveryAgentRuns(t *testing.T) {
 			t.Fatalf("%s %s: %v", kv[0], kv[1], err)
 		}
 	}
-	framework.Eventually(t, "40s/33s/15s on fleet-agentmanagement", func() bool { return agentEnv() == effective(t, "40s", "33s", "15s") })
+	framework.Eventually(t, "40s/33s/15s on fleet-agentmanagement", func() bool { return agentEnv() == kit.Timings("40s", "33s", "15s") })
 
 	ns := cp.Namespace(t)
 	cp.Create(t, fleet.ClusterGVR, kit.FleetCluster(ns, "edge-9", kit.WithEnv(kit.Env("CATTLE_ELECTION_LEASE_DURATION=35s")...)))
@@ -87,9 +87,9 @@ func TestAgentTripleJudgedByWhatEveryAgentRuns(t *testing.T) {
 		return false
 	})
 	framework.Consistently(t, "fleet-agentmanagement keeps the triple every agent can run", framework.ConsistentlyMin, func() bool {
-		return agentEnv() == effective(t, "60s", "33s", "15s")
+		return agentEnv() == kit.Timings("60s", "33s", "15s")
 	})
-	if got := agentEnv(); got != effective(t, "60s", "33s", "15s") {
+	if got := agentEnv(); got != kit.Timings("60s", "33s", "15s") {
 		t.Errorf("fleet-agentmanagement got %s: an agent would run an invalid triple", got)
 	}
 
@@ -99,7 +99,7 @@ func TestAgentTripleJudgedByWhatEveryAgentRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Minute) // judged again every 30s
-	for agentEnv() != effective(t, "60s", "40s", "15s") {
+	for agentEnv() != kit.Timings("60s", "40s", "15s") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the triple never went out once the cluster was fixed: %s", agentEnv())
 		}

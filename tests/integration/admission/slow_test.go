@@ -20,7 +20,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/admission"
@@ -53,7 +52,7 @@ func (p *slowProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // with a clear message (failurePolicy Fail: the write waits for a good
 // answer) in about the deadline, and no goroutine is left behind.
 func TestAdmissionWhileTheAPIServerIsSlow(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	target, err := url.Parse(cp.Config.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +72,7 @@ func TestAdmissionWhileTheAPIServerIsSlow(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 
 	ns := cp.Namespace(t)
-	addr := freeAddr(t)
+	addr := framework.FreeAddr(t)
 	via := &rest.Config{Host: "http://" + ln.Addr().String(), QPS: 100, Burst: 200}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -91,7 +90,7 @@ func TestAdmissionWhileTheAPIServerIsSlow(t *testing.T) {
 		}
 	})
 	framework.Eventually(t, "settings created", func() bool {
-		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
+		l, err := dyn().Resource(framework.SettingsGVR).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) >= len(settings.Registry)
 	})
 
@@ -102,7 +101,7 @@ func TestAdmissionWhileTheAPIServerIsSlow(t *testing.T) {
 		ar := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 			Request: &admissionv1.AdmissionRequest{UID: "1", Operation: admissionv1.Update, Name: retry,
 				Kind:     metav1.GroupVersionKind{Group: "management.cattle.io", Version: "v3", Kind: "Setting"},
-				Resource: metav1.GroupVersionResource(schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"})}}
+				Resource: metav1.GroupVersionResource(framework.SettingsGVR)}}
 		ar.Request.Object.Raw, ar.Request.OldObject.Raw = obj, old
 		ar.Request.UserInfo.Username = "someone"
 		body, _ := json.Marshal(ar)

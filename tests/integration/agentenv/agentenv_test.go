@@ -22,6 +22,7 @@ import (
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
+	"leasetune.io/leasetune/tests/kit/fakes"
 )
 
 var (
@@ -37,7 +38,7 @@ var (
 func TestOverridesAddedChangedRemoved(t *testing.T) {
 	ns := cp.Namespace(t)
 	before := cp.Create(t, fleetGVR, fleetCluster(ns, "edge-1", kit.WithEnv(user, fromRef)))
-	r := start(t, newTriples(election.WranglerDefaults), fleet.ChannelClusterEnvV09)
+	r := start(t, fakes.AgentTriples(election.WranglerDefaults), fleet.ChannelClusterEnvV09)
 	if !r.writes.NoWrites(t, "no override and the agent's own triple", framework.ConsistentlyMin, r.idle) || r.writes.Writes() != 0 {
 		t.Fatalf("%d writes with no override and the agent's own triple", r.writes.Writes())
 	}
@@ -81,7 +82,7 @@ func TestOverridesWhereFleetRendersTheNames(t *testing.T) {
 		t.Run(string(ch), func(t *testing.T) {
 			ns := cp.Namespace(t)
 			cp.Create(t, fleetGVR, fleetCluster(ns, "edge-1", kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "5s"}), kit.WithEnv(user)))
-			r := start(t, newTriples(election.FleetDefaults), ch)
+			r := start(t, fakes.AgentTriples(election.FleetDefaults), ch)
 			framework.Eventually(t, "reported", func() bool {
 				return strings.Contains(getObj(t, fleetGVR, ns, "edge-1").GetAnnotations()[agentenv.StatusAnnotation], "renders CATTLE_ELECTION_* itself")
 			})
@@ -121,7 +122,7 @@ func TestRepairOfEarlierDuplicates(t *testing.T) {
 		kit.WithAnnotations(map[string]string{agentenv.RecordAnnotation: `{"CATTLE_ELECTION_LEASE_DURATION":"30s","CATTLE_ELECTION_RENEW_DEADLINE":"25s","CATTLE_ELECTION_RETRY_PERIOD":"5s"}`}),
 		kit.WithEnv(user, ours[0], fromRef, ours[1], ours[2]))
 	cp.Create(t, fleetGVR, u)
-	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelAgentManagement)
+	r := start(t, fakes.AgentTriples(election.FleetDefaults), fleet.ChannelAgentManagement)
 	framework.Eventually(t, "repaired", func() bool {
 		o := getObj(t, fleetGVR, ns, "broken")
 		_, rec := o.GetAnnotations()[agentenv.RecordAnnotation]
@@ -137,7 +138,7 @@ func TestInvalidOverrideLeavesClusterAloneAndOthersProceed(t *testing.T) {
 	ns := cp.Namespace(t)
 	cp.Create(t, fleetGVR, fleetCluster(ns, "bad", kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "30s"}), kit.WithEnv(user)))
 	cp.Create(t, fleetGVR, fleetCluster(ns, "good", kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "5s"})))
-	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
+	r := start(t, fakes.AgentTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
 
 	framework.Eventually(t, "good cluster written", func() bool { return len(kit.AgentEnv(getObj(t, fleetGVR, ns, "good"))) == 3 })
 	framework.Eventually(t, "bad cluster marked", func() bool {
@@ -184,7 +185,7 @@ func TestHandWrittenEntriesAreTheirs(t *testing.T) {
 	ns := cp.Namespace(t)
 	hand := corev1.EnvVar{Name: "CATTLE_ELECTION_RETRY_PERIOD", Value: "3s"}
 	cp.Create(t, fleetGVR, fleetCluster(ns, "hand", kit.WithAnnotations(map[string]string{agentenv.LeaseDurationAnnotation: "40s"}), kit.WithEnv(user, hand)))
-	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
+	r := start(t, fakes.AgentTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
 	framework.Eventually(t, "reported", func() bool { return r.Problems()[ns+"/hand"] == agentenv.ProblemForeign })
 	framework.Eventually(t, "marked", func() bool {
 		return strings.Contains(getObj(t, fleetGVR, ns, "hand").GetAnnotations()[agentenv.StatusAnnotation], `CATTLE_ELECTION_RETRY_PERIOD="3s"`)
@@ -227,7 +228,7 @@ func TestRancherManagedClustersAreWrittenWhereRancherReads(t *testing.T) {
 	mk("provisioned", ns+"-provisioned", true, over, true, nil)
 	mk("imported", ns+"-imported", false, over, true, nil)
 	mk("legacy", legacyName, false, nil, false, over)
-	start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
+	start(t, fakes.AgentTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
 
 	want := []string{"HTTPS_PROXY=http://proxy:3128", "CATTLE_ELECTION_LEASE_DURATION=30s",
 		"CATTLE_ELECTION_RENEW_DEADLINE=25s", "CATTLE_ELECTION_RETRY_PERIOD=5s"}
@@ -287,7 +288,7 @@ func TestConcurrentEditIsNeverLost(t *testing.T) {
 	for i := 0; i < n; i++ {
 		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("c%02d", i), kit.WithEnv(user)))
 	}
-	tr := newTriples(election.WranglerDefaults)
+	tr := fakes.AgentTriples(election.WranglerDefaults)
 	r := start(t, tr, fleet.ChannelClusterEnvV09, func(o *agentenvcontroller.Options) { o.ClustersPerMinute = 120 })
 	r.settle() // 45/30/2 is what v0.9 agents run without entries: nothing to write yet
 	began := time.Now()
@@ -314,7 +315,7 @@ func TestConcurrentEditIsNeverLost(t *testing.T) {
 			}
 		}
 	}()
-	tr.Set(mustTimings("60s", "50s", "20s"))
+	tr.Set(settings.FleetAgent, kit.Timings("60s", "50s", "20s"))
 	wg.Wait()
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("c%02d", i)
@@ -339,7 +340,7 @@ func TestZeroWritesOnResyncAndRestart(t *testing.T) {
 		}
 		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("z%d", i), kit.WithAnnotations(ann), kit.WithEnv(user)))
 	}
-	tr := newTriples(mustTimings("60s", "50s", "20s"))
+	tr := fakes.AgentTriples(kit.Timings("60s", "50s", "20s"))
 	r := start(t, tr, fleet.ChannelClusterEnvV09)
 	if n := r.settle(); n != 10 {
 		t.Errorf("%d writes for 10 clusters, want 10", n)
@@ -367,15 +368,15 @@ func TestGlobalChangeIsSummedUp(t *testing.T) {
 	for _, name := range []string{"g1", "g2", "g3"} {
 		cp.Create(t, fleetGVR, fleetCluster(ns, name, kit.WithEnv(user)))
 	}
-	tr := newTriples(election.FleetDefaults)
+	tr := fakes.AgentTriples(election.FleetDefaults)
 	r := start(t, tr, fleet.ChannelClusterEnvV09)
 	r.settle()
 	before := map[string]int{}
 	for _, name := range []string{"g1", "g2", "g3"} {
 		before[name] = len(cp.Events(t, ns, name, "AgentEnvUpdated"))
 	}
-	next := mustTimings("50s", "40s", "15s")
-	tr.Set(next)
+	next := kit.Timings("50s", "40s", "15s")
+	tr.Set(settings.FleetAgent, next)
 	for _, name := range []string{"g1", "g2", "g3"} {
 		framework.Eventually(t, name+" written", func() bool {
 			return strings.Contains(strings.Join(kit.AgentEnv(getObj(t, fleetGVR, ns, name)), ","), "CATTLE_ELECTION_RETRY_PERIOD=15s")

@@ -20,20 +20,12 @@ import (
 	"leasetune.io/leasetune/pkg/agentenv/index"
 	"leasetune.io/leasetune/pkg/agentenv/slim"
 	agentenvcontroller "leasetune.io/leasetune/pkg/controllers/agentenv"
-	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
+	"leasetune.io/leasetune/tests/kit/fakes"
 )
-
-// triples and channels are the framework's doubles of the Provider and
-// of the channel detection.
-type triples = framework.AgentTriples
-
-type channels = framework.FixedChannel
-
-func newTriples(t election.Timings) *triples { return framework.NewAgentTriples(t) }
 
 type running struct {
 	*agentenvcontroller.Controller
@@ -43,7 +35,7 @@ type running struct {
 }
 
 // start runs a controller with the given global agent triple and channel.
-func start(t *testing.T, tr *triples, ch fleet.AgentChannel, tweak ...func(*agentenvcontroller.Options)) *running {
+func start(t *testing.T, tr *fakes.Triples, ch fleet.AgentChannel, tweak ...func(*agentenvcontroller.Options)) *running {
 	t.Helper()
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
@@ -55,7 +47,7 @@ func start(t *testing.T, tr *triples, ch fleet.AgentChannel, tweak ...func(*agen
 		t.Fatal(err)
 	}
 	opts := agentenvcontroller.Options{
-		Client: dynamic.NewForConfigOrDie(cfg), Stream: stream, Rancher: true, Triples: tr, Channels: channels(ch),
+		Client: dynamic.NewForConfigOrDie(cfg), Stream: stream, Rancher: true, Triples: tr, Channels: fakes.Channel(ch),
 		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
@@ -117,14 +109,6 @@ func annotate(t *testing.T, gvr schema.GroupVersionResource, ns, name string, an
 // notEnv leaves out, for kit.Stripped, all but a cluster object's spec,
 // and its spec.agentEnvVars: what the agents' customizations are.
 var notEnv = []kit.StripOption{kit.WithoutMetadata(), kit.WithoutSpec("agentEnvVars")}
-
-func mustTimings(l, r, p string) election.Timings {
-	t, err := election.Parse(l, r, p)
-	if err != nil || t.Validate() != nil {
-		panic("bad test timings")
-	}
-	return t
-}
 
 // startIndexes starts two indexes of the fleet Clusters until the test
 // ends: one reading through the stream decoder, as the controller runs,

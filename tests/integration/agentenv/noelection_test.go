@@ -15,6 +15,7 @@ import (
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
+	"leasetune.io/leasetune/tests/kit/fakes"
 )
 
 // TestNoElectionChannelRetunesClusterAgents: beside Fleet v0.10–v0.11
@@ -45,7 +46,7 @@ func TestNoElectionChannelRetunesClusterAgents(t *testing.T) {
 	cp.Create(t, fleetGVR, fleetCluster(ns, "edge-1", kit.WithAnnotations(over), kit.WithEnv(user)))
 	cp.Create(t, fleetGVR, fleetCluster(ns, "edge-2", kit.WithEnv(user)))
 
-	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelNoElection)
+	r := start(t, fakes.AgentTriples(election.FleetDefaults), fleet.ChannelNoElection)
 	want := []string{"HTTPS_PROXY=http://proxy:3128", "CATTLE_ELECTION_LEASE_DURATION=30s", "CATTLE_ELECTION_RENEW_DEADLINE=25s", "CATTLE_ELECTION_RETRY_PERIOD=5s"}
 	framework.Eventually(t, "the provisioning Cluster written for cattle-cluster-agent", func() bool {
 		return reflect.DeepEqual(kit.AgentEnv(getObj(t, provGVR, ns, "prod")), want)

@@ -20,6 +20,7 @@ import (
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
+	"leasetune.io/leasetune/tests/kit/fakes"
 )
 
 // TestEditAfterStatusClearIsKept: a user's edit that lands just before the
@@ -53,7 +54,7 @@ func TestEditAfterStatusClearIsKept(t *testing.T) {
 		}))
 		o.Client = dynamic.NewForConfigOrDie(cfg)
 	}
-	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09, tweak)
+	r := start(t, fakes.AgentTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09, tweak)
 	framework.Eventually(t, "marked invalid", func() bool {
 		_, ok := getObj(t, fleetGVR, ns, "x").GetAnnotations()[agentenv.StatusAnnotation]
 		return ok
@@ -88,7 +89,7 @@ func TestOverridesOnTheWrongObjectAreReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp.Create(t, fleetGVR, fleetCluster(ns, "imported", kit.WithLabels(map[string]string{rancher.ClusterNameLabel: mgmtName}), kit.WithAnnotations(map[string]string{agentenv.RetryPeriodAnnotation: "3s"})))
-	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
+	r := start(t, fakes.AgentTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
 	framework.Eventually(t, "reported on the fleet Cluster", func() bool {
 		ev := cp.Events(t, ns, "imported", "ElectionOverrideIgnored")
 		return len(ev) == 1 && strings.Contains(ev[0], "clusters.provisioning.cattle.io "+ns+"/imported")
@@ -114,7 +115,7 @@ func TestOverridesOnTheWrongObjectAreReported(t *testing.T) {
 func TestAnotherWriterThatKeepsRemovingTheEntries(t *testing.T) {
 	ns := cp.Namespace(t)
 	cp.Create(t, fleetGVR, fleetCluster(ns, "fought", kit.WithEnv(user)))
-	r := start(t, newTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
+	r := start(t, fakes.AgentTriples(election.FleetDefaults), fleet.ChannelClusterEnvV09)
 	framework.Eventually(t, "written", func() bool { return len(kit.AgentEnv(getObj(t, fleetGVR, ns, "fought"))) == 4 })
 
 	stop := make(chan struct{})

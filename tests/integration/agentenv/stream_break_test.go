@@ -34,6 +34,7 @@ import (
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
+	"leasetune.io/leasetune/tests/kit/fakes"
 )
 
 // These tests try to break the stream decoder (wire.go) against the real
@@ -430,7 +431,7 @@ func TestFirstPassBreakRestartOnConvergedClusters(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("r%d", i), kit.WithEnv(user)))
 	}
-	tr := newTriples(mustTimings("60s", "50s", "20s"))
+	tr := fakes.AgentTriples(kit.Timings("60s", "50s", "20s"))
 	first := &eventLog{}
 	r := start(t, tr, fleet.ChannelClusterEnvV09, recordTo(first))
 	r.settle()
@@ -469,8 +470,8 @@ func changeDuringFirstPass(t *testing.T) (*eventLog, election.Timings) {
 	for i := 1; i < 8; i++ {
 		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("b%d", i), kit.WithEnv(user)))
 	}
-	tr := newTriples(mustTimings("60s", "50s", "20s"))
-	next := mustTimings("50s", "40s", "15s")
+	tr := fakes.AgentTriples(kit.Timings("60s", "50s", "20s"))
+	next := kit.Timings("50s", "40s", "15s")
 	log := &eventLog{}
 	var once sync.Once
 	var aWritten atomic.Bool
@@ -485,7 +486,7 @@ func changeDuringFirstPass(t *testing.T) (*eventLog, election.Timings) {
 				aWritten.Store(true)
 			}
 			if strings.HasSuffix(q.Path, "/clusters/b2") {
-				once.Do(func() { tr.Set(next) })
+				once.Do(func() { tr.Set(settings.FleetAgent, next) })
 			}
 		}))
 		o.Client = dynamic.NewForConfigOrDie(cfg)
@@ -581,15 +582,15 @@ func TestFirstPassBreakChangeWhileCachesSync(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		cp.Create(t, fleetGVR, fleetCluster(ns, fmt.Sprintf("s%d", i), kit.WithEnv(user)))
 	}
-	tr := newTriples(mustTimings("60s", "50s", "20s"))
-	next := mustTimings("50s", "40s", "15s")
+	tr := fakes.AgentTriples(kit.Timings("60s", "50s", "20s"))
+	next := kit.Timings("50s", "40s", "15s")
 	log := &eventLog{}
 	var once sync.Once
 	hold := func(o *agentenvcontroller.Options) {
 		cfg := rest.CopyConfig(cp.Config)
 		framework.Record(cfg, framework.WithReads(), framework.Before(func(q framework.Request) {
 			if q.Method == http.MethodGet && strings.HasSuffix(q.Path, "/fleet.cattle.io/v1alpha1/clusters") && q.Query.Get("watch") != "true" {
-				once.Do(func() { tr.Set(next) }) // the Setting changes while the fleet Clusters are listed
+				once.Do(func() { tr.Set(settings.FleetAgent, next) }) // the Setting changes while the fleet Clusters are listed
 			}
 		}))
 		s, err := slim.NewRESTClient(cfg)

@@ -9,6 +9,7 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
+	"leasetune.io/leasetune/tests/kit/fakes"
 )
 
 // useFleetCRD replaces clusters.fleet.cattle.io with a Fleet release's CRD.
@@ -40,7 +41,7 @@ func TestFixtureVersions(t *testing.T) {
 			useFleetCRD(t, c.version)
 			ns := cp.Namespace(t)
 			before := cp.Create(t, fleetGVR, fleetCluster(ns, "local", kit.WithEnv(user)))
-			r := start(t, newTriples(election.FleetDefaults), c.channel)
+			r := start(t, fakes.AgentTriples(election.FleetDefaults), c.channel)
 			want := c.want
 			if want == nil {
 				want = []string{"HTTPS_PROXY=http://proxy:3128"}

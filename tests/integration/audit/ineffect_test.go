@@ -7,13 +7,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/recommend"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 // TestInEffect: the triples `leasetune audit` and `recommend` project with
@@ -27,7 +27,7 @@ func TestInEffect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gvr := schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
+	gvr := framework.SettingsGVR
 	want := election.Timings{LeaseDuration: 45 * time.Second, RenewDeadline: 40 * time.Second, RetryPeriod: 20 * time.Second}
 	for _, d := range settings.Of(settings.FleetAgent) {
 		obj := &unstructured.Unstructured{Object: map[string]interface{}{

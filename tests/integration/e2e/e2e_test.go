@@ -9,17 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"leasetune.io/leasetune/pkg/agentenv"
-	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
-
-func mustParse(l, r, p string) election.Timings {
-	t, err := election.Parse(l, r, p)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
 
 // TestOperatorJourney: start, change a Setting, see the Fleet Deployments
 // change, and a cluster's agent env where Fleet's agent manifest renders no
@@ -46,7 +38,7 @@ func operatorJourney(t *testing.T, fleetVersion string) {
 	framework.Eventually(t, "leader", func() bool { return holder(t, e) == "replica-a" })
 
 	setSetting(t, "fleet-leader-election-retry-period", "4s")
-	want := mustParse("30s", "25s", "4s")
+	want := kit.Timings("30s", "25s", "4s")
 	for _, d := range deployments {
 		framework.Eventually(t, d+" env", func() bool { return controllerTriple(t, e, d) == want })
 	}
@@ -87,7 +79,7 @@ func operatorJourney(t *testing.T, fleetVersion string) {
 	switch fleetVersion {
 	case fleetV014:
 		framework.Eventually(t, "global agent change reaches fleet-agentmanagement", func() bool {
-			return agentTriple(t, e) == mustParse("40s", "25s", "10s")
+			return agentTriple(t, e) == kit.Timings("40s", "25s", "10s")
 		})
 		// A cluster write would follow the triple change.
 		framework.Consistently(t, "no cluster written on Fleet v0.14 after the global agent change", framework.ConsistentlyMin, func() bool {
@@ -175,7 +167,7 @@ func TestTwoReplicas(t *testing.T) {
 		gens[d] = got.Generation
 	}
 	setSetting(t, "fleet-leader-election-retry-period", "4s")
-	want := mustParse("30s", "25s", "4s")
+	want := kit.Timings("30s", "25s", "4s")
 	for _, d := range deployments {
 		framework.Eventually(t, d, func() bool { return controllerTriple(t, e, d) == want })
 	}
@@ -201,7 +193,7 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	framework.Eventually(t, "failover", func() bool { return holder(t, e) == follower.identity })
 	setSetting(t, "fleet-leader-election-retry-period", "6s")
-	next := mustParse("30s", "25s", "6s")
+	next := kit.Timings("30s", "25s", "6s")
 	for _, d := range deployments {
 		framework.Eventually(t, d+" after failover", func() bool { return controllerTriple(t, e, d) == next })
 	}

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,42 +26,27 @@ import (
 	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
-	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
 )
 
 var (
-	settingGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
-	fleetGVR   = fleet.ClusterGVR
+	fleetGVR = fleet.ClusterGVR
 )
 
 // env is one test's namespaces.
 type env struct{ ns, fleetNS, rancherNS string }
 
 func newEnv(t *testing.T) env {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	return env{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t)}
 }
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // proc is a running leasetune controller process.
 type proc struct {
 	identity string
 	cmd      *exec.Cmd
-	out      *syncBuffer
+	out      *kit.SyncBuffer
 	health   string
 	metrics  string
 	exited   chan struct{}
@@ -115,7 +98,7 @@ func start(t *testing.T, e env, identity string, extra ...string) *proc {
 func launch(t *testing.T, e env, identity string, extra ...string) *proc {
 	t.Helper()
 	addrs := freeAddrs(t, 3)
-	p := &proc{identity: identity, out: &syncBuffer{}, health: addrs[0], metrics: addrs[1], exited: make(chan struct{})}
+	p := &proc{identity: identity, out: &kit.SyncBuffer{}, health: addrs[0], metrics: addrs[1], exited: make(chan struct{})}
 	args := append([]string{"controller", "--kubeconfig", kubeconfig, "--namespace", e.ns,
 		"--fleet-namespace", e.fleetNS, "--rancher-namespace", e.rancherNS, "--identity", identity,
 		"--health-addr", p.health, "--metrics-addr", p.metrics, "--webhook-addr", addrs[2], "--log-format", "text"}, extra...)
@@ -194,27 +177,16 @@ func dyn(gvr schema.GroupVersionResource, ns string) dynamic.ResourceInterface {
 	return d.Resource(gvr).Namespace(ns)
 }
 
-func resetSettings(t *testing.T) {
-	t.Helper()
-	for _, d := range settings.Registry {
-		_ = dyn(settingGVR, "").Delete(context.Background(), d.Name, metav1.DeleteOptions{})
-	}
-	framework.Eventually(t, "settings gone", func() bool {
-		l, err := dyn(settingGVR, "").List(context.Background(), metav1.ListOptions{})
-		return err == nil && len(l.Items) == 0
-	})
-}
-
 // setSetting sets a Setting's value once the Setting exists (the
-// controller creates the six when it starts leading).
+// controller creates the nine when it starts leading).
 func setSetting(t *testing.T, name, value string) {
 	t.Helper()
 	framework.Eventually(t, "setting "+name+" exists", func() bool {
-		_, err := dyn(settingGVR, "").Get(context.Background(), name, metav1.GetOptions{})
+		_, err := dyn(framework.SettingsGVR, "").Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil
 	})
 	body, _ := json.Marshal(map[string]string{"value": value})
-	if _, err := dyn(settingGVR, "").Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+	if _, err := dyn(framework.SettingsGVR, "").Patch(context.Background(), name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -257,7 +229,7 @@ func addCluster(t *testing.T, ns, name string, ann map[string]string, extra ...c
 // them (agentenv.RecordAnnotation: env name → value).
 func earlierEntries(l, r, p string) (entries []corev1.EnvVar, record map[string]string) {
 	rec := map[string]string{}
-	entries = election.CattlePrefix.Env(mustParse(l, r, p))
+	entries = election.CattlePrefix.Env(kit.Timings(l, r, p))
 	for _, e := range entries {
 		rec[e.Name] = e.Value
 	}
@@ -337,7 +309,7 @@ func versions(t *testing.T, e env) string {
 	for _, d := range ds.Items {
 		out = append(out, d.Name+"="+d.ResourceVersion)
 	}
-	for _, gvr := range []schema.GroupVersionResource{fleetGVR, settingGVR} {
+	for _, gvr := range []schema.GroupVersionResource{fleetGVR, framework.SettingsGVR} {
 		l, _ := dyn(gvr, "").List(context.Background(), metav1.ListOptions{})
 		for _, u := range l.Items {
 			out = append(out, u.GetName()+"="+u.GetResourceVersion())

@@ -20,6 +20,7 @@ import (
 	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // The settle time the tests in this file give the controller (--settle),
@@ -71,7 +72,7 @@ func rancherConfigHas(t *testing.T, e env, ctrl, agent election.Timings) bool {
 // effect with nothing pending.
 func inEffect(t *testing.T, e env, c settings.Component) (election.Timings, bool) {
 	t.Helper()
-	l, err := dyn(settingGVR, "").List(context.Background(), metav1.ListOptions{})
+	l, err := dyn(framework.SettingsGVR, "").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func operatorSequence(t *testing.T, fleetVersion string) {
 		target{kind: "ConfigMap", gvr: configMapGVR, ns: e.rancherNS, name: fleetenv.RancherConfigName})
 	start(t, e, "one", settleFlags...)
 
-	ctrl0, agent0 := mustParse("30s", "25s", "10s"), mustParse("30s", "25s", "10s")
+	ctrl0, agent0 := kit.Timings("30s", "25s", "10s"), kit.Timings("30s", "25s", "10s")
 	suffix := func(tm election.Timings) string {
 		var out []string
 		for _, ev := range election.CattlePrefix.Env(tm) {
@@ -217,7 +218,7 @@ func operatorSequence(t *testing.T, fleetVersion string) {
 				return false
 			}
 		}
-		if fleetVersion == fleetV09 && !(has("p1", agent0) && has("p2", agent0) && has("edge", agent0) && has("pinned", mustParse("50s", "40s", "10s"))) {
+		if fleetVersion == fleetV09 && !(has("p1", agent0) && has("p2", agent0) && has("edge", agent0) && has("pinned", kit.Timings("50s", "40s", "10s"))) {
 			return false
 		}
 		if fleetVersion == fleetV014 {
@@ -247,7 +248,7 @@ func operatorSequence(t *testing.T, fleetVersion string) {
 
 	// (a) The global agent triple 30s/25s/10s → 60s/40s/15s, as three
 	// edits in a row (each intermediate triple valid).
-	agent1 := mustParse("60s", "40s", "15s")
+	agent1 := kit.Timings("60s", "40s", "15s")
 	doA := func() { edits(t, agentLease, "60s", agentRenew, "40s", agentRetry, "15s") }
 	switch fleetVersion {
 	case fleetV09:
@@ -269,7 +270,7 @@ func operatorSequence(t *testing.T, fleetVersion string) {
 
 	// (b) The controller triple 30s/25s/10s → 40s/20s/5s as three edits:
 	// one rollout per Fleet Deployment, no cluster.
-	ctrl1 := mustParse("40s", "20s", "5s")
+	ctrl1 := kit.Timings("40s", "20s", "5s")
 	s.step("(b) controller triple change, three edits",
 		func() { edits(t, ctrlRetry, "5s", ctrlRenew, "20s", ctrlLease, "40s") },
 		func() bool {
@@ -286,7 +287,7 @@ func operatorSequence(t *testing.T, fleetVersion string) {
 		return
 	}
 	// (c) An override on the standalone cluster edge: 60s/40s/5s there.
-	override := mustParse("60s", "40s", "5s")
+	override := kit.Timings("60s", "40s", "5s")
 	s.step("(c) override added on edge",
 		func() { annotate(t, ns, "edge", map[string]interface{}{agentenv.RetryPeriodAnnotation: "5s"}) },
 		func() bool { return has("edge", override) },
@@ -310,7 +311,7 @@ func operatorSequence(t *testing.T, fleetVersion string) {
 			return !still
 		},
 		map[string]int{})
-	if !has("edge", override) || !has("p1", override) || !has("pinned", mustParse("50s", "40s", "10s")) {
+	if !has("edge", override) || !has("p1", override) || !has("pinned", kit.Timings("50s", "40s", "10s")) {
 		t.Errorf("end state: edge %s, p1 %s, pinned %s", clusterEnv(t, ns, "edge"), clusterEnv(t, ns, "p1"), clusterEnv(t, ns, "pinned"))
 	}
 }
@@ -353,7 +354,7 @@ func TestFleetUpgradeV012ToV014WritesTheMinimum(t *testing.T) {
 		}
 		return cm.Data["channel"]
 	}
-	ctrl, agent := mustParse("30s", "25s", "10s"), mustParse("40s", "25s", "10s")
+	ctrl, agent := kit.Timings("30s", "25s", "10s"), kit.Timings("40s", "25s", "10s")
 	framework.Eventually(t, "v0.12 detected", func() bool { return channel() == "fixed-v0.12" })
 	setSetting(t, agentLease, "40s")
 	framework.Eventually(t, "agent triple in effect", func() bool {

@@ -19,6 +19,7 @@ import (
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // planJSON is `leasetune plan --output json` (pkg/plan Report.JSON).
@@ -179,7 +180,7 @@ func planSetMatches(t *testing.T, fleetVersion string) {
 	t.Run("controller retry period, with a refused value", func(t *testing.T) {
 		webhook := checkChange(t, e, ctrlRetry, "999ms") // before the change: the same view plan sees
 		p := planThenApply(t, e, ns, obs, []string{ctrlRetry, "999ms", ctrlRetry, "5s"},
-			mustParse("30s", "25s", "5s"), mustParse("30s", "25s", "10s"))
+			kit.Timings("30s", "25s", "5s"), kit.Timings("30s", "25s", "10s"))
 		// The refused value, worded as the webhook words it
 		// (settings.CheckChange on the live Settings, what the webhook
 		// runs), and left out.
@@ -192,7 +193,7 @@ func planSetMatches(t *testing.T, fleetVersion string) {
 	})
 	t.Run("both components in one change", func(t *testing.T) {
 		p := planThenApply(t, e, ns, obs, []string{ctrlLease, "40s", agentLease, "40s"},
-			mustParse("40s", "25s", "5s"), mustParse("40s", "25s", "10s"))
+			kit.Timings("40s", "25s", "5s"), kit.Timings("40s", "25s", "10s"))
 		if len(p.Refused) != 0 {
 			t.Errorf("refused: %q", p.Refused)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 func runCLI(t *testing.T, e env, args ...string) string {
@@ -132,7 +133,7 @@ func planAndCleanup(t *testing.T, fleetVersion string) {
 	if _, err := cp.Client.CoreV1().ConfigMaps(e.ns).Get(context.Background(), "leasetune-state", metav1.GetOptions{}); err == nil {
 		t.Error("state ConfigMap left")
 	}
-	if controllerTriple(t, e, "gitjob") != mustParse("30s", "25s", "10s") {
+	if controllerTriple(t, e, "gitjob") != kit.Timings("30s", "25s", "10s") {
 		t.Error("cleanup touched a Deployment")
 	}
 }

@@ -7,13 +7,11 @@
 package electionstatus_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +26,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/agentenv"
-	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	statuscontroller "leasetune.io/leasetune/pkg/controllers/electionstatus"
 	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fleet"
@@ -142,7 +139,7 @@ func same(a, b electionstatus.Status) bool {
 
 func (in *installation) patchSetting(t *testing.T, name, value string) {
 	t.Helper()
-	res := cp.Resource(v3.SchemeGroupVersion.WithResource("settings"), "")
+	res := cp.Resource(framework.SettingsGVR, "")
 	if _, err := res.Patch(context.Background(), name, types.MergePatchType, []byte(`{"value":"`+value+`"}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -266,24 +263,6 @@ func TestStatusFieldsOfAnotherManagerRemoved(t *testing.T) {
 	framework.Consistently(t, "no write loop after the repair", 3*statuscontroller.Debounce, func() bool { return in.statusWrites() == n })
 }
 
-// logBuffer is a log sink the test reads while the manager writes it.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestStatusCRDInstalledAfterStart: the ElectionStatus CRD is not there
 // when the leader starts (an upgrade from a chart without it: Helm
 // installs the files of crds/ on install only, never on upgrade), and is
@@ -317,7 +296,7 @@ func TestStatusCRDInstalledAfterStart(t *testing.T) {
 		_, lerr := cp.Resource(statuscontroller.GVR, "").List(context.Background(), metav1.ListOptions{})
 		return apierrors.IsNotFound(err) && lerr != nil
 	})
-	logs := &logBuffer{}
+	logs := &kit.SyncBuffer{}
 	in := run(t, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})), framework.WithReads())
 	framework.Eventually(t, "the leader saw no ElectionStatus CRD", func() bool {
 		return strings.Contains(logs.String(), "electionstatuses.leasetune.io is not installed")

@@ -20,11 +20,12 @@ import (
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
+	"leasetune.io/leasetune/tests/kit/fakes"
 )
 
 var (
-	ctrlT  = mustParse("40s", "30s", "5s")
-	agentT = mustParse("60s", "50s", "20s")
+	ctrlT  = kit.Timings("40s", "30s", "5s")
+	agentT = kit.Timings("60s", "50s", "20s")
 )
 
 // TestConvergesEveryFixtureVersion is the main specification, per Fleet
@@ -37,7 +38,7 @@ func TestConvergesEveryFixtureVersion(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			e := newEnv(t)
 			before := cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, v))
-			triples := newTriples(ctrlT, agentT)
+			triples := fakes.FleetTriples(ctrlT, agentT)
 			r := start(t, e, triples, "")
 
 			var agent *election.Timings
@@ -115,7 +116,7 @@ func resourceVersions(t *testing.T, ns string) string {
 func TestOneChangeOneWritePerDeployment(t *testing.T) {
 	e := newEnv(t)
 	before := cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.16.1"))
-	triples := newTriples(election.FleetDefaults, election.FleetDefaults)
+	triples := fakes.FleetTriples(election.FleetDefaults, election.FleetDefaults)
 	r := start(t, e, triples, "")
 	base := r.writes.Settle(t, nil)
 	if base != 1 { // only the channel record: the fixture already runs 30s/25s/10s
@@ -125,8 +126,8 @@ func TestOneChangeOneWritePerDeployment(t *testing.T) {
 	for name := range before {
 		gens[name] = get(t, e.fleetNS, name).Generation
 	}
-	triples.set(settings.FleetController, ctrlT)
-	triples.set(settings.FleetAgent, agentT) // a second change right after: may coalesce, never more than 2 writes each
+	triples.Set(settings.FleetController, ctrlT)
+	triples.Set(settings.FleetAgent, agentT) // a second change right after: may coalesce, never more than 2 writes each
 	for name := range before {
 		framework.Eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, &agentT) })
 	}
@@ -149,8 +150,8 @@ func TestOneChangeOneWritePerDeployment(t *testing.T) {
 	for name := range before {
 		gens[name] = get(t, e.fleetNS, name).Generation
 	}
-	next := mustParse("45s", "30s", "8s")
-	triples.set(settings.FleetController, next)
+	next := kit.Timings("45s", "30s", "8s")
+	triples.Set(settings.FleetController, next)
 	for name := range before {
 		framework.Eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), next, &agentT) })
 	}
@@ -166,7 +167,7 @@ func TestOneChangeOneWritePerDeployment(t *testing.T) {
 // project (or helmops added by an upgrade) is converged when it appears.
 func TestMissingDeploymentsConvergeWhenTheyAppear(t *testing.T) {
 	e := newEnv(t)
-	r := start(t, e, newTriples(ctrlT, agentT), "")
+	r := start(t, e, fakes.FleetTriples(ctrlT, agentT), "")
 	r.writes.NoWrites(t, "no Fleet installed", framework.ConsistentlyMin, nil)
 	if n := r.writes.Writes(); n != 0 {
 		t.Errorf("%d writes with no Fleet installed", n)
@@ -197,7 +198,7 @@ func TestShards(t *testing.T) {
 	delete(lookalike.Spec.Template.Labels, fleet.ShardIDLabel)
 	extra = append(extra, lookalike)
 	installed := cp.InstallFleet(t, e.fleetNS, append(ds, extra...))
-	start(t, e, newTriples(ctrlT, agentT), "")
+	start(t, e, fakes.FleetTriples(ctrlT, agentT), "")
 	for name := range installed {
 		if name == lookalike.Name {
 			continue
@@ -213,12 +214,12 @@ func TestShards(t *testing.T) {
 func TestDriftRepair(t *testing.T) {
 	e := newEnv(t)
 	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
-	tr := newTriples(ctrlT, agentT)
+	tr := fakes.FleetTriples(ctrlT, agentT)
 	start(t, e, tr, "")
 	framework.Eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
 	// A triple change, propagated: its duration is measured...
-	changed := mustParse("40s", "30s", "6s")
-	tr.set(settings.FleetController, changed)
+	changed := kit.Timings("40s", "30s", "6s")
+	tr.Set(settings.FleetController, changed)
 	framework.Eventually(t, "change propagated", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), changed, nil) })
 	time.Sleep(time.Second)
 	measured := testutil.ToFloat64(metrics.PropagationSeconds.WithLabelValues("fleetsettings"))
@@ -256,7 +257,7 @@ func TestValueFromAndForeignEntries(t *testing.T) {
 	g.Spec.Template.Spec.Containers = append(g.Spec.Template.Spec.Containers, corev1.Container{
 		Name: "sidecar", Image: "busybox", Env: []corev1.EnvVar{{Name: "CATTLE_ELECTION_RETRY_PERIOD", Value: "1s"}}})
 	cp.InstallFleet(t, e.fleetNS, ds)
-	start(t, e, newTriples(ctrlT, agentT), "")
+	start(t, e, fakes.FleetTriples(ctrlT, agentT), "")
 	framework.Eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "gitjob"), ctrlT, nil) })
 	after := get(t, e.fleetNS, "gitjob")
 	for _, c := range after.Spec.Template.Spec.Containers {
@@ -281,7 +282,7 @@ func TestRancherConfig(t *testing.T) {
 	if _, err := cp.Client.CoreV1().ConfigMaps(e.rancherNS).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	triples := newTriples(ctrlT, agentT)
+	triples := fakes.FleetTriples(ctrlT, agentT)
 	r := start(t, e, triples, "")
 	var got *corev1.ConfigMap
 	defer func() {
@@ -315,7 +316,7 @@ func TestRancherConfig(t *testing.T) {
 func TestChannelDetectedOnceAndKeptAfterOwnWrites(t *testing.T) {
 	e := newEnv(t)
 	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
-	triples := newTriples(ctrlT, agentT)
+	triples := fakes.FleetTriples(ctrlT, agentT)
 	r := start(t, e, triples, "")
 	framework.Eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, &agentT) })
 	rec, err := cp.Client.CoreV1().ConfigMaps(e.stateNS).Get(context.Background(), fleetenv.ChannelConfigMapName, metav1.GetOptions{})
@@ -345,8 +346,8 @@ func TestChannelDetectedOnceAndKeptAfterOwnWrites(t *testing.T) {
 func TestAgentTimingsNotApplicableAreSaid(t *testing.T) {
 	e := newEnv(t)
 	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.12.0"))
-	agent := mustParse("41s", "33s", "11s") // a triple no other test uses
-	r := start(t, e, newTriples(ctrlT, agent), "")
+	agent := kit.Timings("41s", "33s", "11s") // a triple no other test uses
+	r := start(t, e, fakes.FleetTriples(ctrlT, agent), "")
 	framework.Eventually(t, "converged", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, nil) })
 	msgs := func(name string) []string {
 		var out []string

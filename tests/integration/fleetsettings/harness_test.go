@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rancher/wrangler/v2/pkg/generated/controllers/apps"
@@ -38,40 +37,6 @@ var wantChannel = map[string]fleet.AgentChannel{
 	"v0.14.10": fleet.ChannelAgentManagement,
 	"v0.15.6":  fleet.ChannelAgentManagement,
 	"v0.16.1":  fleet.ChannelAgentManagement,
-}
-
-// staticTriples is a settable settings.Triples.
-type staticTriples struct {
-	mu        sync.Mutex
-	t         map[settings.Component]election.Timings
-	listeners []func()
-}
-
-func newTriples(ctrl, agent election.Timings) *staticTriples {
-	return &staticTriples{t: map[settings.Component]election.Timings{settings.FleetController: ctrl, settings.FleetAgent: agent}}
-}
-
-func (s *staticTriples) Effective(c settings.Component) (election.Timings, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.t[c]
-	return t, ok
-}
-
-func (s *staticTriples) OnChange(f func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.listeners = append(s.listeners, f)
-}
-
-func (s *staticTriples) set(c settings.Component, t election.Timings) {
-	s.mu.Lock()
-	s.t[c] = t
-	ls := append([]func(){}, s.listeners...)
-	s.mu.Unlock()
-	for _, f := range ls {
-		f()
-	}
 }
 
 // env is the namespaces one test uses.
@@ -180,15 +145,4 @@ func envNames(d *appsv1.Deployment, container string) string {
 		}
 	}
 	return ""
-}
-
-func mustParse(l, r, p string) election.Timings {
-	t, err := election.Parse(l, r, p)
-	if err != nil {
-		panic(err)
-	}
-	if err := t.Validate(); err != nil {
-		panic(err)
-	}
-	return t
 }

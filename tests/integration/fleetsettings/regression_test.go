@@ -13,6 +13,8 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
+	"leasetune.io/leasetune/tests/kit/fakes"
 )
 
 // TestDuplicateEntryNeverLeavesAnInvalidTriple: the chart's extraEnv can
@@ -30,8 +32,8 @@ func TestDuplicateEntryNeverLeavesAnInvalidTriple(t *testing.T) {
 		}
 	}
 	cp.InstallFleet(t, e.fleetNS, ds)
-	want := mustParse("30s", "20s", "5s")
-	r := start(t, e, newTriples(want, agentT), "")
+	want := kit.Timings("30s", "20s", "5s")
+	r := start(t, e, fakes.FleetTriples(want, agentT), "")
 	framework.Eventually(t, "gitjob runs the wanted triple", func() bool {
 		runs, _, _ := election.CattlePrefix.FromEnv(get(t, e.fleetNS, "gitjob").Spec.Template.Spec.Containers[0].Env) // the last occurrence wins
 		return runs == want
@@ -56,7 +58,7 @@ func TestEnvStrippedByAnUpdateKeepsTheChannel(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			e := newEnv(t)
 			cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, v))
-			r := start(t, e, newTriples(ctrlT, agentT), "")
+			r := start(t, e, fakes.FleetTriples(ctrlT, agentT), "")
 			var agent *election.Timings
 			if wantChannel[v] == fleet.ChannelAgentManagement {
 				agent = &agentT
@@ -110,7 +112,7 @@ func TestStalePatchFailsOnTheRealAPIServer(t *testing.T) {
 		if _, err := deps.Update(ctx, live, metav1.UpdateOptions{FieldManager: "helm"}); err != nil {
 			t.Fatal(err)
 		}
-		changes := fleetenv.Desired(stale, fleetenv.Inputs{Controller: mustParse("30s", "20s", "5s"), ControllerOK: true})
+		changes := fleetenv.Desired(stale, fleetenv.Inputs{Controller: kit.Timings("30s", "20s", "5s"), ControllerOK: true})
 		body, err := fleetenv.PatchBody(stale, changes)
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	management "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // TestSettingChangeReachesDeployments wires the real settings Provider to
@@ -47,7 +48,7 @@ func TestSettingChangeReachesDeployments(t *testing.T) {
 	}
 	patch("fleet-leader-election-retry-period", "4s")
 	patch("fleet-agent-leader-election-lease-duration", "45s")
-	want, agent := mustParse("30s", "25s", "4s"), mustParse("45s", "25s", "10s")
+	want, agent := kit.Timings("30s", "25s", "4s"), kit.Timings("45s", "25s", "10s")
 	for _, name := range []string{"fleet-controller", "gitjob", "helmops"} {
 		framework.Eventually(t, name, func() bool { return hasTriple(get(t, e.fleetNS, name), want, &agent) })
 	}

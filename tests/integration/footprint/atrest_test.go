@@ -21,7 +21,6 @@ import (
 	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
-	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 )
@@ -130,7 +129,7 @@ func TestAtRestOnlyItsLease(t *testing.T) {
 		}
 	})
 
-	settingsRes := dyn.Resource(rancher.ManagementClusterGVR.GroupVersion().WithResource("settings"))
+	settingsRes := dyn.Resource(framework.SettingsGVR)
 	framework.Eventually(t, "settings created", func() bool {
 		l, err := settingsRes.List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == len(settings.Registry)

@@ -9,10 +9,9 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/dynamic"
 
 	"leasetune.io/leasetune/tests/helmchart"
 )
@@ -96,17 +95,22 @@ func (c *ControlPlane) InstallWebhookConfig(t testing.TB, docs [][]byte, addr st
 }
 
 // ResetSettings deletes the webhook configuration "leasetune" (so that
-// nothing refuses the deletes) and every Setting object, and waits until
-// none is left: each test that needs fresh Settings starts from none.
+// nothing refuses the deletes; only the chart installs it, the manager
+// never creates one) and every Setting object, and waits until none is
+// left: each test that needs fresh Settings starts from none, as a new
+// installation does. It fails t when the list or a delete fails.
 func (c *ControlPlane) ResetSettings(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
 	_ = c.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "leasetune", metav1.DeleteOptions{})
-	res := dynamic.NewForConfigOrDie(c.Config).Resource(schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"})
-	l, _ := res.List(ctx, metav1.ListOptions{})
-	if l != nil {
-		for _, it := range l.Items {
-			_ = res.Delete(ctx, it.GetName(), metav1.DeleteOptions{})
+	res := c.Dynamic.Resource(SettingsGVR)
+	l, err := res.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list settings: %v", err)
+	}
+	for _, it := range l.Items {
+		if err := res.Delete(ctx, it.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("delete setting %s: %v", it.GetName(), err)
 		}
 	}
 	Eventually(t, "settings gone", func() bool {

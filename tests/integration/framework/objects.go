@@ -8,7 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 )
+
+// SettingsGVR is Rancher's Setting resource (settings.management.cattle.io,
+// cluster-scoped), as the Setting CRD serves it.
+var SettingsGVR = v3.SchemeGroupVersion.WithResource("settings")
 
 // Resource is the admin dynamic client of gvr in namespace ns ("" for a
 // cluster-scoped resource).

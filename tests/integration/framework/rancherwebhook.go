@@ -13,7 +13,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"leasetune.io/leasetune/tests/rancher"
@@ -117,7 +116,7 @@ func (c *ControlPlane) ServeSettingWebhook(t testing.TB, config func(admissionre
 	t.Cleanup(func() { _ = vwcs.Delete(context.Background(), vwc.Name, metav1.DeleteOptions{}) })
 	probe := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "management.cattle.io/v3", "kind": "Setting", "metadata": map[string]interface{}{"name": "webhook-probe"}}}
-	res := dynamic.NewForConfigOrDie(c.Config).Resource(schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"})
+	res := dynamic.NewForConfigOrDie(c.Config).Resource(SettingsGVR)
 	Eventually(t, "the kube-apiserver calls the webhook "+vwc.Name, func() bool {
 		_, _ = res.Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		select {

@@ -38,8 +38,6 @@ import (
 // patched one after the other well within it, make one change.
 const settle = 2 * time.Second
 
-var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
-
 // env is what the tests share: a Rancher installation with Fleet v0.9.9
 // (whose agents read each cluster's spec.agentEnvVars, so that an agent
 // triple change writes clusters and restarts their agents), leasetune's
@@ -132,7 +130,7 @@ func start(t *testing.T) {
 		}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}()
 	framework.Eventually(t, "settings created", func() bool {
-		l, err := e.dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
+		l, err := e.dyn().Resource(framework.SettingsGVR).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) == len(settings.Registry)
 	})
 
@@ -240,7 +238,7 @@ func (e *env) seed(t *testing.T) {
 func (e *env) patchSettings(pairs ...string) error {
 	for i := 0; i+1 < len(pairs); i += 2 {
 		body, _ := json.Marshal(map[string]string{"value": pairs[i+1]})
-		if _, err := e.dyn().Resource(settingsGVR).Patch(context.Background(), pairs[i], types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		if _, err := e.dyn().Resource(framework.SettingsGVR).Patch(context.Background(), pairs[i], types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("patch %s=%s: %w", pairs[i], pairs[i+1], err)
 		}
 	}

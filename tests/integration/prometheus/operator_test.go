@@ -739,7 +739,7 @@ func documentedAlerts(t *testing.T) []string {
 
 // settingValue returns the value of the Setting name.
 func (e *env) settingValue(name string) (string, error) {
-	u, err := e.dyn().Resource(settingsGVR).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := e.dyn().Resource(framework.SettingsGVR).Get(context.Background(), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("no Setting %s", name)
 	}

@@ -21,6 +21,7 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
 	"leasetune.io/leasetune/tests/rancher"
@@ -154,7 +155,7 @@ func TestV215ImportedDay2OpsReplans(t *testing.T) {
 	// A global agent triple change reaches the agents through Fleet on
 	// this channel: no cluster write, no Plan run.
 	mark, runs := h.rec.seq(), h.d.PlanRuns(c.mgmt.name)
-	h.tr.Set(mustTimings("60s", "50s", "20s"))
+	h.tr.Set(settings.FleetAgent, kit.Timings("60s", "50s", "20s"))
 	framework.Consistently(t, "no cluster write and no Plan run after a global agent change", 3*calmWindow, func() bool {
 		return len(h.rec.since(mark, h.owns)) == 0 && h.d.PlanRuns(c.mgmt.name) == runs
 	})

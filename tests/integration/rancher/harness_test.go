@@ -33,6 +33,7 @@ import (
 	pkgrancher "leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
+	"leasetune.io/leasetune/tests/kit/fakes"
 	"leasetune.io/leasetune/tests/rancher"
 )
 
@@ -61,16 +62,6 @@ func tripleEnv(t election.Timings) []string {
 	return []string{cattleNames[0] + "=" + t.LeaseDuration.String(), cattleNames[1] + "=" + t.RenewDeadline.String(),
 		cattleNames[2] + "=" + t.RetryPeriod.String()}
 }
-
-// ---- settings and channel the controller reads -------------------------
-
-// triples and channels are the framework's doubles of the Provider and
-// of the channel detection.
-type triples = framework.AgentTriples
-
-type channels = framework.FixedChannel
-
-func newTriples(t election.Timings) *triples { return framework.NewAgentTriples(t) }
 
 // ---- leasetune's writes, by object -------------------------------------
 
@@ -343,7 +334,7 @@ type harness struct {
 	rv      pkgrancher.Version
 	channel fleet.AgentChannel
 	dyn     dynamic.Interface
-	tr      *triples
+	tr      *fakes.Triples
 	global  election.Timings
 	d       *rancher.Double
 	ctrl    *agentenvcontroller.Controller
@@ -396,14 +387,14 @@ func (h *harness) startController() {
 	h.writes = framework.Record(cfg)
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
-	h.tr = newTriples(h.global)
+	h.tr = fakes.AgentTriples(h.global)
 	stream, err := slim.NewRESTClient(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	c := agentenvcontroller.New(agentenvcontroller.Options{
 		Client: dynamic.NewForConfigOrDie(cfg), Stream: stream, Rancher: true, RancherVersion: h.rv,
-		Triples: h.tr, Channels: channels(h.channel),
+		Triples: h.tr, Channels: fakes.Channel(h.channel),
 		Recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
 		Log:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
@@ -725,14 +716,6 @@ func customJSON(spec, keys map[string]interface{}) string {
 	}
 	b, _ := json.Marshal(sel)
 	return string(b)
-}
-
-func mustTimings(l, r, p string) election.Timings {
-	t, err := election.Parse(l, r, p)
-	if err != nil || t.Validate() != nil {
-		panic("bad test timings")
-	}
-	return t
 }
 
 // useFleetCRD replaces clusters.fleet.cattle.io with the CRD of a Fleet

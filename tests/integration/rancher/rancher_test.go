@@ -12,6 +12,7 @@ import (
 	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
 )
@@ -167,12 +168,12 @@ func stepQuiet(t *testing.T, h *harness, cs []*cluster) {
 
 func stepGlobalChange(t *testing.T, h *harness, cs []*cluster) {
 	mark, lw := h.rec.seq(), h.writes.AcceptedByPath()
-	next := mustTimings("40s", "30s", "5s")
+	next := kit.Timings("40s", "30s", "5s")
 	if next == h.global {
 		t.Fatal("test: the new triple equals the old")
 	}
 	h.global = next
-	h.tr.Set(next)
+	h.tr.Set(settings.FleetAgent, next)
 	h.converge("after the global change", cs)
 	want := 0
 	if h.channel == fleet.ChannelClusterEnvV09 {
@@ -237,7 +238,7 @@ func stepOverrides(t *testing.T, h *harness, cs []*cluster) {
 		want election.Timings
 	}{
 		"provisioned": {map[string]interface{}{agentenv.LeaseDurationAnnotation: "50s", agentenv.RenewDeadlineAnnotation: "40s",
-			agentenv.RetryPeriodAnnotation: "8s"}, mustTimings("50s", "40s", "8s")},
+			agentenv.RetryPeriodAnnotation: "8s"}, kit.Timings("50s", "40s", "8s")},
 		"imported": {map[string]interface{}{agentenv.RetryPeriodAnnotation: "6s"}, h.global.With(election.RetryPeriod, 6*time.Second)},
 	}
 	var set []*cluster

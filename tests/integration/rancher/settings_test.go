@@ -10,7 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
@@ -27,7 +26,7 @@ import (
 // (rancher/rancher v2.9.0 pkg/controllers/dashboardapi/settings/settings.go,
 // cleanupUnknownSettings; the double's RestartSettings). With the whole
 // controller running (manager.Run) on Fleet v0.14.10 and a standalone
-// cluster, the six Settings come back with the users' values, nothing in
+// cluster, the nine Settings come back with the users' values, nothing in
 // effect changes, and no Deployment or cluster is written.
 func TestRancherStartDeletesTheSettings(t *testing.T) {
 	ctx := context.Background()
@@ -35,7 +34,6 @@ func TestRancherStartDeletesTheSettings(t *testing.T) {
 	ns, fleetNS, clusterNS := cp.Namespace(t), cp.Namespace(t), cp.Namespace(t)
 	cp.InstallFleet(t, fleetNS, framework.FleetDeployments(t, "v0.14.10"))
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
-	settingsGVR := schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
 	cp.Create(t, fleet.ClusterGVR, kit.FleetCluster(clusterNS, "edge-1", kit.WithEnv(kit.Env("HTTPS_PROXY=http://proxy:3128")...)))
 
 	mctx, cancel := context.WithCancel(ctx)
@@ -54,7 +52,7 @@ func TestRancherStartDeletesTheSettings(t *testing.T) {
 	})
 
 	value := func(name string) string {
-		u, err := dyn.Resource(settingsGVR).Get(ctx, name, metav1.GetOptions{})
+		u, err := dyn.Resource(framework.SettingsGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return "<absent>"
 		}
@@ -63,7 +61,7 @@ func TestRancherStartDeletesTheSettings(t *testing.T) {
 	}
 	framework.Eventually(t, "settings created", func() bool { return value("fleet-agent-leader-election-retry-period") != "<absent>" })
 	for name, v := range map[string]string{"fleet-agent-leader-election-retry-period": "12s", "fleet-leader-election-retry-period": "5s"} {
-		if _, err := dyn.Resource(settingsGVR).Patch(ctx, name, types.MergePatchType, []byte(`{"value":"`+v+`"}`), metav1.PatchOptions{}); err != nil {
+		if _, err := dyn.Resource(framework.SettingsGVR).Patch(ctx, name, types.MergePatchType, []byte(`{"value":"`+v+`"}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,7 +96,7 @@ func TestRancherStartDeletesTheSettings(t *testing.T) {
 	before := framework.WaitQuiet(t, "the Deployments and the cluster at rest", 3*time.Second, time.Minute,
 		func() (string, bool) { return versions(), true }, func(time.Time) string { return "\n" + versions() })
 	uid := func(name string) string {
-		u, err := dyn.Resource(settingsGVR).Get(ctx, name, metav1.GetOptions{})
+		u, err := dyn.Resource(framework.SettingsGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return ""
 		}

@@ -160,16 +160,9 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
-	settingsGVR := rancher.ManagementClusterGVR.GroupVersion().WithResource("settings")
 	// The Setting objects are cluster-scoped: start from none, as a new
 	// installation does.
-	for _, d := range settings.Registry {
-		_ = dyn.Resource(settingsGVR).Delete(ctx, d.Name, metav1.DeleteOptions{})
-	}
-	framework.Eventually(t, "settings gone", func() bool {
-		l, err := dyn.Resource(settingsGVR).List(ctx, metav1.ListOptions{})
-		return err == nil && len(l.Items) == 0
-	})
+	cp.ResetSettings(t)
 	// And no ElectionStatus: the leader makes it with the chart's rights.
 	if err := dyn.Resource(statusGVR).Delete(ctx, electionstatus.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
@@ -298,13 +291,13 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 
 	// Settings created, a change reaches Deployments, rancher-config and the clusters.
 	framework.Eventually(t, "settings created", func() bool {
-		l, err := dyn.Resource(settingsGVR).List(ctx, metav1.ListOptions{})
+		l, err := dyn.Resource(framework.SettingsGVR).List(ctx, metav1.ListOptions{})
 		return err == nil && len(l.Items) == len(settings.Registry)
 	})
 	for name, value := range map[string]string{"fleet-leader-election-retry-period": "4s", "fleet-agent-leader-election-lease-duration": "40s",
 		"rancher-leader-election-retry-period": "5s"} {
 		body, _ := json.Marshal(map[string]string{"value": value})
-		if _, err := dyn.Resource(settingsGVR).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		if _, err := dyn.Resource(framework.SettingsGVR).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -354,12 +347,12 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 	// past the double of Rancher v2.15.0's webhook, which refuses that as
 	// an update: leasetune deletes it and creates it again.
 	wh := cp.StartRancherWebhook(t)
-	if _, err := dyn.Resource(settingsGVR).Patch(ctx, "fleet-leader-election-retry-period", types.MergePatchType,
+	if _, err := dyn.Resource(framework.SettingsGVR).Patch(ctx, "fleet-leader-election-retry-period", types.MergePatchType,
 		[]byte(`{"source":"env","value":"9s"}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, "the Setting off source env, with the user's value", func() bool {
-		u, err := dyn.Resource(settingsGVR).Get(ctx, "fleet-leader-election-retry-period", metav1.GetOptions{})
+		u, err := dyn.Resource(framework.SettingsGVR).Get(ctx, "fleet-leader-election-retry-period", metav1.GetOptions{})
 		if err != nil {
 			return false
 		}

@@ -26,8 +26,7 @@ import (
 )
 
 var (
-	settingGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
-	statusGVR  = schema.GroupVersionResource{Group: electionstatus.APIGroup, Version: electionstatus.Version, Resource: electionstatus.Resource}
+	statusGVR = schema.GroupVersionResource{Group: electionstatus.APIGroup, Version: electionstatus.Version, Resource: electionstatus.Resource}
 )
 
 // applyChartRBAC renders the chart for leasetune in a new namespace (its
@@ -157,12 +156,12 @@ func TestViewAndEditRoles(t *testing.T) {
 			"metadata": map[string]interface{}{"name": name}, "default": def, "value": ""}
 	}
 	for _, d := range settings.Registry {
-		ensure(settingGVR, setting(d.Name, d.Default))
+		ensure(framework.SettingsGVR, setting(d.Name, d.Default))
 	}
-	ensure(settingGVR, setting("server-url", ""))
+	ensure(framework.SettingsGVR, setting("server-url", ""))
 	valueOf := func(name string) string {
 		t.Helper()
-		u, err := admin.Resource(settingGVR).Get(ctx, name, metav1.GetOptions{})
+		u, err := admin.Resource(framework.SettingsGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,12 +231,12 @@ func TestViewAndEditRoles(t *testing.T) {
 		// kube-apiserver refuses it, and the Setting is as it was.
 		name := settings.Registry[0].Name
 		before := valueOf(name)
-		u, err := admin.Resource(settingGVR).Get(ctx, name, metav1.GetOptions{})
+		u, err := admin.Resource(framework.SettingsGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		_ = unstructured.SetNestedField(u.Object, "31s", "value")
-		_, err = viewer.Resource(settingGVR).Update(ctx, u, metav1.UpdateOptions{})
+		_, err = viewer.Resource(framework.SettingsGVR).Update(ctx, u, metav1.UpdateOptions{})
 		forbidden("PUT of "+name+" as a viewer", err)
 		if after := valueOf(name); after != before {
 			t.Errorf("%s changed from %q to %q", name, before, after)
@@ -246,7 +245,7 @@ func TestViewAndEditRoles(t *testing.T) {
 
 	t.Run("leasetune-edit", func(t *testing.T) {
 		editor := bind("leasetune-edit", "sam-editor")
-		res := editor.Resource(settingGVR)
+		res := editor.Resource(framework.SettingsGVR)
 		if l, err := res.List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) < len(settings.Registry)+1 {
 			t.Errorf("list of the Settings: %v", err)
 		}

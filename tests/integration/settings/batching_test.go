@@ -7,6 +7,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // TestThreeEditsInARowTakeEffectOnce: the three agent settings edited one
@@ -15,12 +16,12 @@ import (
 // TimingsApplied per setting, a TimingsPending first; the intermediate
 // triples never take effect.
 func TestThreeEditsInARowTakeEffectOnce(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	clearEvents(t)
 	ns := cp.Namespace(t)
 	const settle = 4 * time.Second
 	r := startProviderWith(t, ns, nil, settle)
-	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s")) })
+	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, kit.Timings("30s", "25s", "10s")) })
 	r.mu.Lock()
 	r.notified = nil
 	r.mu.Unlock()
@@ -31,13 +32,13 @@ func TestThreeEditsInARowTakeEffectOnce(t *testing.T) {
 	setValue(t, "fleet-agent-leader-election-renew-deadline", "50s")
 	time.Sleep(time.Second)
 	setValue(t, "fleet-agent-leader-election-retry-period", "20s")
-	want := tm("60s", "50s", "20s")
+	want := kit.Timings("60s", "50s", "20s")
 	waitEvent(t, "fleet-agent-leader-election-retry-period", settings.ReasonPending, want.String(), "once the settings have been unchanged for 4s")
 	if st := r.Status(settings.FleetAgent); st.Pending == nil || *st.Pending != want {
 		t.Errorf("status while pending: %+v", st)
 	}
 	if !framework.Consistently(t, "the old triple stays until the settle time has passed", settle-time.Second, func() bool {
-		return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s"))
+		return r.effectiveIs(settings.FleetAgent, kit.Timings("30s", "25s", "10s"))
 	}) {
 		t.FailNow()
 	}
@@ -84,16 +85,16 @@ func TestThreeEditsInARowTakeEffectOnce(t *testing.T) {
 // retry 11s against 30s/25s/10s: 13s < 2 × 11s) leave the last good triple
 // whole in effect, not a mix nobody chose, and nothing pending.
 func TestInvalidStoredTripleKeepsTheLastGoodWhole(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProviderWith(t, ns, nil, 2*time.Second)
-	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "10s")) })
+	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "10s")) })
 	setValue(t, "fleet-leader-election-renew-deadline", "13s")
 	setValue(t, "fleet-leader-election-retry-period", "11s")
 	framework.Eventually(t, "inputs seen", func() bool { return r.inputsAre(settings.FleetController, "30s", "13s", "11s") })
 	if !framework.Consistently(t, "the last good triple stays whole", 4*time.Second, func() bool {
 		st := r.Status(settings.FleetController)
-		return r.effectiveIs(settings.FleetController, tm("30s", "25s", "10s")) && st.Pending == nil
+		return r.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "10s")) && st.Pending == nil
 	}) {
 		t.FailNow()
 	}
@@ -106,10 +107,10 @@ func TestInvalidStoredTripleKeepsTheLastGoodWhole(t *testing.T) {
 // which carries both triples, and rancher-config roll once, not twice (an
 // e2e test found two writes when each component settled on its own).
 func TestBothComponentsInOneChangeTakeEffectTogether(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProviderWith(t, ns, nil, 3*time.Second)
-	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "10s")) })
+	framework.Eventually(t, "defaults in effect", func() bool { return r.effectiveIs(settings.FleetAgent, kit.Timings("30s", "25s", "10s")) })
 	r.mu.Lock()
 	r.notified = nil
 	r.mu.Unlock()
@@ -117,7 +118,7 @@ func TestBothComponentsInOneChangeTakeEffectTogether(t *testing.T) {
 	time.Sleep(time.Second)
 	setValue(t, "fleet-agent-leader-election-lease-duration", "40s")
 	framework.Eventually(t, "both in effect", func() bool {
-		return r.effectiveIs(settings.FleetController, tm("40s", "25s", "10s")) && r.effectiveIs(settings.FleetAgent, tm("40s", "25s", "10s"))
+		return r.effectiveIs(settings.FleetController, kit.Timings("40s", "25s", "10s")) && r.effectiveIs(settings.FleetAgent, kit.Timings("40s", "25s", "10s"))
 	})
 	time.Sleep(time.Second)
 	r.mu.Lock()

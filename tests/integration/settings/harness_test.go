@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -111,21 +110,6 @@ func startProviderWith(t *testing.T, ns string, env map[string]string, settle ti
 // stop stops the provider, as a restart of the project would.
 func (r *running) stop() { r.cancel() }
 
-// resetSettings deletes every Setting object and waits until they are gone.
-func resetSettings(t *testing.T) {
-	t.Helper()
-	c := settingClient(t)
-	for _, d := range settings.Registry {
-		if err := c.Delete(d.Name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Fatal(err)
-		}
-	}
-	framework.Eventually(t, "settings deleted", func() bool {
-		l, err := c.List(metav1.ListOptions{})
-		return err == nil && len(l.Items) == 0
-	})
-}
-
 // setValue writes value on the Setting called name, as Rancher's API does
 // (a merge patch of value), creating the object if needed.
 func setValue(t *testing.T, name, value string) {
@@ -144,14 +128,6 @@ func getSetting(t *testing.T, name string) *v3.Setting {
 		t.Fatalf("get setting %s: %v", name, err)
 	}
 	return s
-}
-
-func tm(l, r, p string) election.Timings {
-	out, err := election.Parse(l, r, p)
-	if err != nil {
-		panic(err)
-	}
-	return out
 }
 
 // effectiveIs reports whether the provider's effective controller triple is want.

@@ -13,6 +13,7 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 	"leasetune.io/leasetune/tests/rancher"
 )
 
@@ -23,7 +24,7 @@ func envThenRemoved(t *testing.T, ns string) election.Timings {
 	t.Helper()
 	d, _ := settings.Lookup(retry)
 	r := startProvider(t, ns, map[string]string{d.EnvVar(): "4s"})
-	want := tm("30s", "25s", "4s")
+	want := kit.Timings("30s", "25s", "4s")
 	framework.Eventually(t, "the env value in effect", func() bool {
 		s := getSetting(t, retry)
 		return s.Source == v3.SourceEnv && r.effectiveIs(settings.FleetController, want)
@@ -73,7 +74,7 @@ func assertOnly(t *testing.T, r *running, want election.Timings) {
 // Rancher v2.15.0's webhook.
 func TestLeaveEnvWithoutUserValue(t *testing.T) {
 	for i := 0; i < 3; i++ { // the replace's delete and create race the cache
-		resetSettings(t)
+		cp.ResetSettings(t)
 		wh := cp.StartRancherWebhook(t)
 		ns := cp.Namespace(t)
 		want := envThenRemoved(t, ns)
@@ -95,7 +96,7 @@ func TestLeaveEnvWithoutUserValue(t *testing.T) {
 // kube-apiserver): a later sync creates the object with the env value, and
 // nothing else is put in effect meanwhile.
 func TestLeaveEnvCreateFails(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	want := envThenRemoved(t, ns)
 	var creates atomic.Int32
@@ -122,11 +123,11 @@ func TestLeaveEnvCreateFails(t *testing.T) {
 // controller's) is not deleted to leave source env: it is patched, as on
 // Rancher before v2.15, and keeps its finalizer.
 func TestLeaveEnvKeepsAFinalizer(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProvider(t, ns, nil)
 	setValue(t, retry, "5s")
-	framework.Eventually(t, "5s", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
+	framework.Eventually(t, "5s", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "5s")) })
 	r.stop()
 	c := settingClient(t)
 	if _, err := c.Patch(retry, types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/keep"]},"source":"env","value":"4s"}`)); err != nil {
@@ -143,5 +144,5 @@ func TestLeaveEnvKeepsAFinalizer(t *testing.T) {
 	if s.UID != uid || s.DeletionTimestamp != nil || len(s.Finalizers) != 1 {
 		t.Errorf("the object was replaced or is being deleted: uid %s (was %s), deletionTimestamp %v, finalizers %v", s.UID, uid, s.DeletionTimestamp, s.Finalizers)
 	}
-	assertOnly(t, r2, tm("30s", "25s", "5s"))
+	assertOnly(t, r2, kit.Timings("30s", "25s", "5s"))
 }

@@ -18,6 +18,7 @@ import (
 	"leasetune.io/leasetune/pkg/ownstate"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // interleaved is a ConfigMaps client whose next Update of the ConfigMap
@@ -133,7 +134,7 @@ func TestOwnstateInterleavedWriters(t *testing.T) {
 // then, having adopted it, the provider evaluates again and converges on
 // the Setting objects.
 func TestProviderStateWriteKeepsOtherWritersValue(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	cms := &interleaved{ConfigMapsGetter: cp.Client.CoreV1(), name: settings.DefaultStateName}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -197,6 +198,6 @@ func TestProviderStateWriteKeepsOtherWritersValue(t *testing.T) {
 	})
 	framework.Eventually(t, "40s in effect", func() bool {
 		got, ok := p.Effective(settings.FleetController)
-		return ok && got == tm("40s", "25s", "10s")
+		return ok && got == kit.Timings("40s", "25s", "10s")
 	})
 }

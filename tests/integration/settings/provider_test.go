@@ -15,7 +15,7 @@ import (
 )
 
 func TestCreatesMissingSettingsWithDefaults(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
 	for _, d := range settings.Registry {
 		s := getSetting(t, d.Name)
@@ -34,7 +34,7 @@ func TestCreatesMissingSettingsWithDefaults(t *testing.T) {
 }
 
 func TestKeepsExistingValueAndFixesDefault(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	// Rancher's SetIfUnset semantics: an existing value is kept.
 	c := settingClient(t)
 	if _, err := c.Create(&v3.Setting{ObjectMeta: metav1.ObjectMeta{Name: retry}, Value: "5s", Default: "99s"}); err != nil {
@@ -45,7 +45,7 @@ func TestKeepsExistingValueAndFixesDefault(t *testing.T) {
 		s := getSetting(t, retry)
 		return s.Default == "10s" && s.Value == "5s" && !s.Customized // stored as Rancher stores it (see stored_test.go)
 	})
-	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
+	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "5s")) })
 
 	// Someone edits default: the provider puts it back and never touches value.
 	s := getSetting(t, retry)
@@ -60,10 +60,10 @@ func TestKeepsExistingValueAndFixesDefault(t *testing.T) {
 }
 
 func TestUpdateTakesEffect(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
 	setValue(t, "fleet-agent-leader-election-retry-period", "4s")
-	framework.Eventually(t, "agent retry 4s", func() bool { return r.effectiveIs(settings.FleetAgent, tm("30s", "25s", "4s")) })
+	framework.Eventually(t, "agent retry 4s", func() bool { return r.effectiveIs(settings.FleetAgent, kit.Timings("30s", "25s", "4s")) })
 	if got, _ := r.Effective(settings.FleetController); got != election.FleetDefaults {
 		t.Errorf("controller triple changed to %s", got)
 	}
@@ -72,11 +72,11 @@ func TestUpdateTakesEffect(t *testing.T) {
 }
 
 func TestDeletedSettingIsRestoredWithUserValue(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProvider(t, ns, nil)
 	setValue(t, retry, "5s")
-	want := tm("30s", "25s", "5s")
+	want := kit.Timings("30s", "25s", "5s")
 	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, want) })
 
 	if err := settingClient(t).Delete(retry, &metav1.DeleteOptions{}); err != nil {
@@ -99,18 +99,18 @@ func TestDeletedSettingIsRestoredWithUserValue(t *testing.T) {
 }
 
 func TestDeletionAcrossRestartLosesNothing(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProvider(t, ns, nil)
 	setValue(t, lease, "60s")
 	setValue(t, renew, "50s")
 	setValue(t, retry, "20s")
-	want := tm("60s", "50s", "20s")
+	want := kit.Timings("60s", "50s", "20s")
 	framework.Eventually(t, "60/50/20 in effect", func() bool { return r.effectiveIs(settings.FleetController, want) })
 	r.stop()
 
 	// While the project is down, Rancher (2.9+, at its start) deletes settings it does not know.
-	resetSettings(t)
+	cp.ResetSettings(t)
 
 	r2 := startProvider(t, ns, nil)
 	if !r2.effectiveIs(settings.FleetController, want) {
@@ -129,12 +129,12 @@ func TestDeletionAcrossRestartLosesNothing(t *testing.T) {
 // Setting rules (Rancher v2.15.0), which refuses an update that moves a
 // Setting off source env: every write leasetune makes passes them.
 func TestEnvOverride(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	wh := cp.StartRancherWebhook(t)
 	ns := cp.Namespace(t)
 	r := startProvider(t, ns, nil)
 	setValue(t, retry, "5s")
-	framework.Eventually(t, "user value 5s", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
+	framework.Eventually(t, "user value 5s", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "5s")) })
 	r.stop()
 
 	d, _ := settings.Lookup(retry)
@@ -142,7 +142,7 @@ func TestEnvOverride(t *testing.T) {
 		t.Fatalf("env var name %s", d.EnvVar())
 	}
 	r2 := startProvider(t, ns, map[string]string{d.EnvVar(): "4s"})
-	framework.Eventually(t, "env value in effect", func() bool { return r2.effectiveIs(settings.FleetController, tm("30s", "25s", "4s")) })
+	framework.Eventually(t, "env value in effect", func() bool { return r2.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "4s")) })
 	framework.Eventually(t, "source env", func() bool { s := getSetting(t, retry); return s.Source == v3.SourceEnv && s.Value == "4s" })
 	if err := r2.Set(context.Background(), retry, "3s"); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Errorf("Set on an env-sourced setting: %v, want read-only error", err)
@@ -150,7 +150,7 @@ func TestEnvOverride(t *testing.T) {
 	// A direct edit of an env-sourced value is put back; it never takes effect.
 	setValue(t, retry, "3s")
 	framework.Eventually(t, "env value put back", func() bool { return getSetting(t, retry).Value == "4s" })
-	if !r2.effectiveIs(settings.FleetController, tm("30s", "25s", "4s")) {
+	if !r2.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "4s")) {
 		t.Error("a direct edit of an env-sourced setting took effect")
 	}
 	r2.stop()
@@ -159,7 +159,7 @@ func TestEnvOverride(t *testing.T) {
 	r3 := startProvider(t, ns, nil)
 	framework.Eventually(t, "user value back", func() bool {
 		s := getSetting(t, retry)
-		return s.Source == "" && s.Value == "5s" && r3.effectiveIs(settings.FleetController, tm("30s", "25s", "5s"))
+		return s.Source == "" && s.Value == "5s" && r3.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "5s"))
 	})
 	for _, a := range wh.Refused() {
 		t.Errorf("rancher-webhook refused the %s of %s: %s", a.Operation, a.Name, a.Message)
@@ -167,7 +167,7 @@ func TestEnvOverride(t *testing.T) {
 }
 
 func TestInvalidValuesAreRefused(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
 	good := election.FleetDefaults
 	cases := []struct {
@@ -212,28 +212,28 @@ func TestInvalidValuesAreRefused(t *testing.T) {
 }
 
 func TestEmptyValueMeansDefault(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
 	setValue(t, lease, "60s")
 	setValue(t, renew, "50s")
 	setValue(t, retry, "20s")
-	framework.Eventually(t, "60/50/20", func() bool { return r.effectiveIs(settings.FleetController, tm("60s", "50s", "20s")) })
+	framework.Eventually(t, "60/50/20", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("60s", "50s", "20s")) })
 
 	// Empty retry: its default 10s with 60s/50s is valid.
 	setValue(t, retry, "")
-	framework.Eventually(t, "60/50/10", func() bool { return r.effectiveIs(settings.FleetController, tm("60s", "50s", "10s")) })
+	framework.Eventually(t, "60/50/10", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("60s", "50s", "10s")) })
 
 	// Empty lease: its default 30s is not above renew 50s: refused like any invalid value.
 	clearEvents(t)
 	setValue(t, lease, "")
 	waitEvent(t, lease, settings.ReasonRefused, "leaseDuration 30s must exceed renewDeadline 50s")
-	if !r.effectiveIs(settings.FleetController, tm("60s", "50s", "10s")) {
+	if !r.effectiveIs(settings.FleetController, kit.Timings("60s", "50s", "10s")) {
 		t.Error("refused default took effect")
 	}
 }
 
 func TestNoValidTripleAtStartWritesNothing(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	c := settingClient(t)
 	// renew deadline 40s with the default lease 30s: never valid.
 	if _, err := c.Create(&v3.Setting{ObjectMeta: metav1.ObjectMeta{Name: renew}, Value: "40s"}); err != nil {
@@ -260,7 +260,7 @@ func TestNoValidTripleAtStartWritesNothing(t *testing.T) {
 // the effective triple is the model's: the new one if it validates, else
 // the last good one; and that no invalid triple was ever published.
 func TestRandomEditsNeverPublishInvalidTriple(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
 	rng := kit.Rand(t, 1)
 
@@ -308,7 +308,7 @@ func TestRandomEditsNeverPublishInvalidTriple(t *testing.T) {
 }
 
 func TestSetWritesOnlyValueAndValidates(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	r := startProvider(t, cp.Namespace(t), nil)
 	ctx := context.Background()
 	for _, bad := range []struct{ name, value, part string }{
@@ -334,7 +334,7 @@ func TestSetWritesOnlyValueAndValidates(t *testing.T) {
 	if err := r.Set(ctx, retry, "5s"); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
+	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "5s")) })
 	if got := getSetting(t, retry); got.Labels["cattle.io/creator"] != "norman" || got.Value != "5s" {
 		t.Errorf("after Set: labels %v value %q", got.Labels, got.Value)
 	}
@@ -344,7 +344,7 @@ func TestSetWritesOnlyValueAndValidates(t *testing.T) {
 // renewDeadline ≥ 2 × retryPeriod) through a direct write (the Provider
 // refuses it with an Event), Provider.Set and the env overrides.
 func TestFloorOnEveryEntry(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	ns := cp.Namespace(t)
 	r := startProvider(t, ns, nil)
 	ctx := context.Background()
@@ -358,14 +358,14 @@ func TestFloorOnEveryEntry(t *testing.T) {
 		t.Error("retry 999ms took effect")
 	}
 	setValue(t, retry, "1s")
-	framework.Eventually(t, "retry 1s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "1s")) })
+	framework.Eventually(t, "retry 1s in effect", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "1s")) })
 	setValue(t, retry, "")
 	framework.Eventually(t, "defaults again", func() bool { return r.effectiveIs(settings.FleetController, good) })
 	clearEvents(t)
 	setValue(t, renew, "19.999s")
 	waitEvent(t, renew, settings.ReasonRefused, "renewDeadline 19.999s must be at least 2 × retryPeriod 10s = 20s")
 	setValue(t, renew, "20s")
-	framework.Eventually(t, "renew 20s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "20s", "10s")) })
+	framework.Eventually(t, "renew 20s in effect", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("30s", "20s", "10s")) })
 	setValue(t, renew, "")
 	framework.Eventually(t, "defaults again", func() bool { return r.effectiveIs(settings.FleetController, good) })
 
@@ -376,7 +376,7 @@ func TestFloorOnEveryEntry(t *testing.T) {
 	if err := r.Set(ctx, retry, "1s"); err != nil {
 		t.Errorf("Set retry 1s refused: %v", err)
 	}
-	framework.Eventually(t, "retry 1s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "1s")) })
+	framework.Eventually(t, "retry 1s in effect", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "1s")) })
 	if err := r.Set(ctx, retry, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +405,7 @@ func TestFloorOnEveryEntry(t *testing.T) {
 	}
 	r3.stop()
 	r4 := startProvider(t, ns, map[string]string{d.EnvVar(): "1s", ad.EnvVar(): "20s"})
-	framework.Eventually(t, "env retry 1s in effect", func() bool { return r4.effectiveIs(settings.FleetController, tm("30s", "25s", "1s")) })
-	framework.Eventually(t, "env agent renew 20s in effect", func() bool { return r4.effectiveIs(settings.FleetAgent, tm("30s", "20s", "10s")) })
+	framework.Eventually(t, "env retry 1s in effect", func() bool { return r4.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "1s")) })
+	framework.Eventually(t, "env agent renew 20s in effect", func() bool { return r4.effectiveIs(settings.FleetAgent, kit.Timings("30s", "20s", "10s")) })
 	r4.assertNotifiedValid(t)
 }

@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 // rancherStores is the Setting, as stored JSON fields, that Rancher's
@@ -32,7 +32,7 @@ func rancherStores(def, env string, envOk bool) map[string]interface{} {
 // metadata, as the apiserver answers them.
 func stored(t *testing.T, name string) map[string]interface{} {
 	t.Helper()
-	u, err := dynamic.NewForConfigOrDie(cp.Config).Resource(v3.SchemeGroupVersion.WithResource("settings")).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := dynamic.NewForConfigOrDie(cp.Config).Resource(framework.SettingsGVR).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get setting %s: %v", name, err)
 	}
@@ -54,7 +54,7 @@ func stored(t *testing.T, name string) map[string]interface{} {
 // user's value; customized true, as an earlier leasetune stored it, is put
 // back to false. A divergence from Rancher's stored shape fails here.
 func TestStoredAsRancherStoresThem(t *testing.T) {
-	resetSettings(t)
+	cp.ResetSettings(t)
 	const envSetting, emptyEnvSetting = "fleet-agent-leader-election-retry-period", "fleet-agent-leader-election-renew-deadline"
 	envDef, _ := settings.Lookup(envSetting)
 	emptyDef, _ := settings.Lookup(emptyEnvSetting)
@@ -69,7 +69,7 @@ func TestStoredAsRancherStoresThem(t *testing.T) {
 	// A user's value: stored as it is; Rancher's provider leaves customized
 	// and source alone.
 	setValue(t, retry, "5s")
-	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, tm("30s", "25s", "5s")) })
+	framework.Eventually(t, "5s in effect", func() bool { return r.effectiveIs(settings.FleetController, kit.Timings("30s", "25s", "5s")) })
 	want := map[string]interface{}{"value": "5s", "default": "10s", "customized": false, "source": ""}
 	if !framework.Consistently(t, "a set value stored as Rancher stores it", framework.ConsistentlyMin, func() bool { return reflect.DeepEqual(stored(t, retry), want) }) {
 		t.FailNow()

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 // allButSecrets is a ClusterRole granting every verb on every resource the
@@ -83,7 +84,7 @@ func TestFailedCertificateLookRetries(t *testing.T) {
 	asUser := rest.CopyConfig(cp.Config)
 	asUser.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 
-	webhook := freeAddr(t)
+	webhook := framework.FreeAddr(t)
 	r := start(t, asUser, manager.Config{
 		Namespace: ns, InstallCRDs: true,
 		WebhookAddr: webhook, WebhookService: "leasetune-webhook", WebhookHosts: []string{"127.0.0.1"},

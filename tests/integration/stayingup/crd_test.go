@@ -28,7 +28,7 @@ func runningWithUserValue(t *testing.T, installCRDs bool) *running {
 	r := start(t, cp.Config, manager.Config{InstallCRDs: installCRDs})
 	r.waitFor(t, time.Minute, "/readyz", http.StatusOK)
 	framework.Eventually(t, "the Settings made", allSettingsExist)
-	if _, err := dynamic.NewForConfigOrDie(cp.Config).Resource(settingsGVR).Patch(context.Background(), userSetting, types.MergePatchType,
+	if _, err := dynamic.NewForConfigOrDie(cp.Config).Resource(framework.SettingsGVR).Patch(context.Background(), userSetting, types.MergePatchType,
 		[]byte(`{"value":"`+userValue+`"}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

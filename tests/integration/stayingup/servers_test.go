@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/tests/integration/framework"
 )
 
 // listeners is a manager.Config.Listen that keeps what it opened, by the
@@ -58,7 +59,7 @@ func (l *listeners) close(t *testing.T, addr string) {
 func TestHealthzFailsWhenAServerDies(t *testing.T) {
 	installSettingCRD(t)
 	var ls listeners
-	webhook, metrics := freeAddr(t), freeAddr(t)
+	webhook, metrics := framework.FreeAddr(t), framework.FreeAddr(t)
 	r := start(t, cp.Config, manager.Config{
 		InstallCRDs: true, MetricsAddr: metrics,
 		WebhookAddr: webhook, WebhookService: "leasetune-webhook", WebhookHosts: []string{"127.0.0.1"},

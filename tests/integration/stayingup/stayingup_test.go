@@ -11,7 +11,6 @@
 package stayingup_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -19,7 +18,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,15 +36,12 @@ import (
 	"leasetune.io/leasetune/pkg/manager"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
+	"leasetune.io/leasetune/tests/kit"
 )
 
 var cp *framework.ControlPlane
 
 func TestMain(m *testing.M) { os.Exit(framework.Main(m, &cp, framework.Options{})) }
-
-var settingsGVR = v3.SchemeGroupVersion.WithResource("settings")
-
-func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
 
 func get(url string) (int, string) {
 	c := http.Client{Timeout: 5 * time.Second}
@@ -59,31 +54,13 @@ func get(url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// logBuffer collects the controller's log lines, safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // running is a manager.Run in this process.
 type running struct {
-	health string         // host:port of /healthz and /readyz
-	done   chan error     // Run's result
-	logs   *logBuffer     // its log (level info)
-	cancel func()         // stops it
-	cfg    manager.Config // as run
+	health string          // host:port of /healthz and /readyz
+	done   chan error      // Run's result
+	logs   *kit.SyncBuffer // its log (level info)
+	cancel func()          // stops it
+	cfg    manager.Config  // as run
 }
 
 // start runs manager.Run with rc and cfg (the namespaces, the client
@@ -99,10 +76,10 @@ func start(t *testing.T, rc *rest.Config, cfg manager.Config) *running {
 	cfg.QPS, cfg.Burst, cfg.Workers = 100, 200, 1
 	cfg.LeaderElection, cfg.LeaseName, cfg.Identity, cfg.Timings = true, "leasetune", "stayingup", manager.DefaultTimings
 	if cfg.HealthAddr == "" {
-		cfg.HealthAddr = freeAddr(t)
+		cfg.HealthAddr = framework.FreeAddr(t)
 	}
 	cfg.LookupEnv = func(string) (string, bool) { return "", false }
-	r := &running{health: cfg.HealthAddr, done: make(chan error, 1), logs: &logBuffer{}, cfg: cfg}
+	r := &running{health: cfg.HealthAddr, done: make(chan error, 1), logs: &kit.SyncBuffer{}, cfg: cfg}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() {
@@ -208,7 +185,7 @@ func settingCRDUID() types.UID {
 
 // settingValue is the stored value of the Setting called name, and whether it exists.
 func settingValue(name string) (string, bool) {
-	u, err := dynamic.NewForConfigOrDie(cp.Config).Resource(settingsGVR).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := dynamic.NewForConfigOrDie(cp.Config).Resource(framework.SettingsGVR).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return "", false
 	}

@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -31,11 +30,7 @@ import (
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
-var settingsGVR = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
-
 func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(cp.Config) }
-
-func freeAddr(t *testing.T) string { return framework.FreeAddr(t) }
 
 func installUIPluginCRD(t *testing.T) { cp.InstallUIPluginCRD(t) }
 
@@ -138,8 +133,8 @@ type serverOptions struct {
 // it, and the UI bundle served at http://<uiAddr>.
 func startServer(t *testing.T, o serverOptions) *server {
 	t.Helper()
-	resetSettings(t)
-	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t), addr: freeAddr(t), uiAddr: freeAddr(t), done: make(chan error, 1)}
+	cp.ResetSettings(t)
+	s := &server{ns: cp.Namespace(t), fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t), addr: framework.FreeAddr(t), uiAddr: framework.FreeAddr(t), done: make(chan error, 1)}
 	installWebhookConfig(t, s)
 	sa := rest.CopyConfig(cp.Config)
 	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + s.ns + ":leasetune", Groups: []string{"system:masters"}}
@@ -162,7 +157,7 @@ func startServer(t *testing.T, o serverOptions) *server {
 	}()
 	t.Cleanup(func() { s.stop(t) })
 	framework.Eventually(t, "settings created", func() bool {
-		l, err := dyn().Resource(settingsGVR).List(context.Background(), metav1.ListOptions{})
+		l, err := dyn().Resource(framework.SettingsGVR).List(context.Background(), metav1.ListOptions{})
 		return err == nil && len(l.Items) >= len(settings.Registry)
 	})
 	framework.Eventually(t, "webhook answers", func() bool {
@@ -209,16 +204,10 @@ func installWebhookConfig(t *testing.T, s *server) {
 	cp.InstallWebhookConfig(t, render(t, "namespaceOverride="+s.ns), s.addr)
 }
 
-// resetSettings deletes every Setting object (with no webhook installed).
-func resetSettings(t *testing.T) {
-	t.Helper()
-	cp.ResetSettings(t)
-}
-
 // settingValue reads a Setting's value.
 func settingValue(t *testing.T, name string) string {
 	t.Helper()
-	u, err := dyn().Resource(settingsGVR).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := dyn().Resource(framework.SettingsGVR).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestSteveDouble(t *testing.T) {
 	nb := steveClient{base: srv.URL, session: login(t, steve, users.nobody)}
 	const nine, other = "fleet-agent-leader-election-retry-period", "server-url"
 	// A Setting that is not one of leasetune's: Rancher's own server-url.
-	cp.Create(t, settingsGVR, &unstructured.Unstructured{Object: map[string]interface{}{
+	cp.Create(t, framework.SettingsGVR, &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "management.cattle.io/v3", "kind": "Setting", "metadata": map[string]interface{}{"name": other}, "value": "https://rancher.example"}})
 	framework.Eventually(t, "the ElectionStatus", func() bool {
 		_, err := dyn().Resource(statusGVR).Get(context.Background(), electionstatus.Name, metav1.GetOptions{})
@@ -259,7 +259,7 @@ func TestSteveDouble(t *testing.T) {
 			t.Fatalf("first event %v, want resource.start", e)
 		}
 		patch, _ := json.Marshal(map[string]string{"value": "10s"})
-		if _, err := dyn().Resource(settingsGVR).Patch(context.Background(), nine, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if _, err := dyn().Resource(framework.SettingsGVR).Patch(context.Background(), nine, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		e := next()

@@ -125,7 +125,7 @@ func canI(t *testing.T, user framework.SteveUser, verb, resource, name string) b
 // the browser test mounts it in the stand-in).
 func newSteve(t *testing.T) *framework.Steve {
 	t.Helper()
-	s, err := framework.NewSteve(cp.Config, settingsGVR, statusGVR)
+	s, err := framework.NewSteve(cp.Config, framework.SettingsGVR, statusGVR)
 	if err != nil {
 		t.Fatal(err)
 	}
