@@ -7,12 +7,15 @@ import (
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/inventory"
 )
 
+// The kinds the bench writes: the product's own names for them.
 var (
-	fleetClusterGVR = schema.GroupVersionResource{Group: "fleet.cattle.io", Version: "v1alpha1", Resource: "clusters"}
-	settingGVR      = schema.GroupVersionResource{Group: "management.cattle.io", Version: "v3", Resource: "settings"}
+	fleetClusterGVR = fleet.ClusterGVR
+	settingGVR      = inventory.SettingsGVR
 )
 
 // clusterNamespace is where the bench's fleet Clusters live.

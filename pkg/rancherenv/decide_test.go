@@ -21,14 +21,8 @@ import (
 
 var opted = election.Timings{LeaseDuration: 45 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 5 * time.Second}
 
-// deployment is the Rancher Deployment as the chart renders its env
-// (rancher/rancher v2.11.3 chart/templates/deployment.yaml), settled.
-func deployment(tag string, extra ...corev1.EnvVar) *appsv1.Deployment {
-	env := append(kit.Env("CATTLE_NAMESPACE=cattle-system", "CATTLE_PEER_SERVICE=rancher",
-		"IMPERATIVE_API_DIRECT=true", "IMPERATIVE_API_APP_SELECTOR=rancher"), extra...)
-	return kit.Deployment("cattle-system", "rancher", kit.WithReplicas(3),
-		kit.WithContainer("rancher", env...), kit.WithImage("rancher", "rancher/rancher:"+tag), kit.RolledOut(1))
-}
+// deployment is the Rancher Deployment of rancher/rancher:tag (kit.RancherDeployment).
+var deployment = kit.RancherDeployment
 
 // apply runs Decide and applies its patch to d, as the apiserver would
 // (applyTo, review_test.go).

@@ -254,3 +254,14 @@ func RolledOut(gen int64) DeploymentOption {
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: gen, Replicas: n, UpdatedReplicas: n, AvailableReplicas: n, ReadyReplicas: n}
 	}
 }
+
+// RancherDeployment is the Rancher Deployment cattle-system/rancher as
+// Rancher's chart renders its env (rancher/rancher v2.11.3
+// chart/templates/deployment.yaml), 3 replicas of rancher/rancher:tag,
+// settled, with extra after the chart's entries.
+func RancherDeployment(tag string, extra ...corev1.EnvVar) *appsv1.Deployment {
+	env := append(Env("CATTLE_NAMESPACE=cattle-system", "CATTLE_PEER_SERVICE=rancher",
+		"IMPERATIVE_API_DIRECT=true", "IMPERATIVE_API_APP_SELECTOR=rancher"), extra...)
+	return Deployment("cattle-system", "rancher", WithReplicas(3),
+		WithContainer("rancher", env...), WithImage("rancher", "rancher/rancher:"+tag), RolledOut(1))
+}

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/metrics"
@@ -19,14 +17,8 @@ import (
 
 var opted = election.Timings{LeaseDuration: 45 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 5 * time.Second}
 
-// deployment is the Rancher Deployment as the chart renders its env
-// (rancher/rancher v2.11.3 chart/templates/deployment.yaml), settled.
-func deployment(tag string, extra ...corev1.EnvVar) *appsv1.Deployment {
-	env := append(kit.Env("CATTLE_NAMESPACE=cattle-system", "CATTLE_PEER_SERVICE=rancher",
-		"IMPERATIVE_API_DIRECT=true", "IMPERATIVE_API_APP_SELECTOR=rancher"), extra...)
-	return kit.Deployment("cattle-system", "rancher", kit.WithReplicas(3),
-		kit.WithContainer("rancher", env...), kit.WithImage("rancher", "rancher/rancher:"+tag), kit.RolledOut(1))
-}
+// deployment is the Rancher Deployment of rancher/rancher:tag (kit.RancherDeployment).
+var deployment = kit.RancherDeployment
 
 // TestNotApplicableGauge: leasetune_setting_refused{rancher,
 // not-applicable} is 1 after a decision that leaves the Rancher Deployment
