@@ -95,6 +95,10 @@ type Provider struct {
 	listeners []func()
 	stateCM   *corev1.ConfigMap // last read or written state ConfigMap
 	pending   map[Component]pendingTriple
+	// created are the Setting objects this provider created that the
+	// cache has not shown yet, by name, until when each is awaited
+	// (expectCreated): no second create for them meanwhile.
+	created map[string]time.Time
 }
 
 var _ Triples = (*Provider)(nil)
@@ -207,9 +211,12 @@ func (p *Provider) input(d Definition) (Input, error) {
 		in.Object = obj
 	}
 	in.Env, in.EnvSet = p.opts.LookupEnv(d.EnvVar())
-	p.mu.RLock()
+	p.mu.Lock()
 	in.Remembered, in.RememberedSet = p.state.Values[d.Name]
-	p.mu.RUnlock()
+	if in.Object != nil {
+		delete(p.created, d.Name) // the cache has it: no longer awaited
+	}
+	p.mu.Unlock()
 	return in, nil
 }
 

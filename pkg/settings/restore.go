@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,14 @@ func (p *Provider) restore(inputs map[string]Input) ([]restored, error) {
 	for _, d := range Registry {
 		in := inputs[d.Name]
 		if in.Object == nil {
+			if wait, awaited := p.awaited(d.Name); awaited {
+				// Created by an earlier sync (the syncs of nine delete
+				// events follow each other faster than the cache shows the
+				// creates): its add event syncs again; look again at the
+				// deadline in case the cache never shows it.
+				p.opts.Settings.EnqueueAfter(d.Name, wait)
+				continue
+			}
 			created, err := p.create(d, in)
 			if err != nil {
 				return out, err
@@ -85,8 +94,41 @@ func (p *Provider) create(d Definition, in Input) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("create setting %s: %w", d.Name, err)
 	}
+	p.expectCreated(d.Name)
 	p.log.Info("setting created", "setting", d.Name, "value", obj.Value, "source", obj.Source)
 	return true, nil
+}
+
+// createdAwait is how long a Setting object this provider created is
+// awaited in the cache before a sync that does not see it creates it
+// again (it was deleted before the cache could show it).
+const createdAwait = 30 * time.Second
+
+// expectCreated marks name as created and awaited in the cache.
+func (p *Provider) expectCreated(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.created == nil {
+		p.created = map[string]time.Time{}
+	}
+	p.created[name] = p.opts.Clock.Now().Add(createdAwait)
+}
+
+// awaited reports whether the object name, absent from the cache, was
+// created by this provider and is still awaited, and for how long.
+func (p *Provider) awaited(name string) (time.Duration, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	until, ok := p.created[name]
+	if !ok {
+		return 0, false
+	}
+	left := until.Sub(p.opts.Clock.Now())
+	if left <= 0 {
+		delete(p.created, name)
+		return 0, false
+	}
+	return left, true
 }
 
 // replaceable reports whether restore may delete obj and create it again:
@@ -140,6 +182,7 @@ func (p *Provider) replace(obj *v3.Setting, patch map[string]interface{}) error 
 	case err != nil:
 		return fmt.Errorf("create setting %s again without source env: %w", obj.Name, err)
 	}
+	p.expectCreated(obj.Name)
 	p.log.Info("setting created again without source env", "setting", obj.Name, "value", next.Value)
 	return nil
 }
