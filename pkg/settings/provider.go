@@ -96,9 +96,9 @@ type Provider struct {
 	stateCM   *corev1.ConfigMap // last read or written state ConfigMap
 	pending   map[Component]pendingTriple
 	// created are the Setting objects this provider created that the
-	// cache has not shown yet, by name, until when each is awaited
-	// (expectCreated): no second create for them meanwhile.
-	created map[string]time.Time
+	// cache has not shown yet (expectCreated): before creating one again
+	// the API server is read (stillThere).
+	created map[string]bool
 }
 
 var _ Triples = (*Provider)(nil)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,12 +31,15 @@ func (p *Provider) restore(inputs map[string]Input) ([]restored, error) {
 	for _, d := range Registry {
 		in := inputs[d.Name]
 		if in.Object == nil {
-			if wait, awaited := p.awaited(d.Name); awaited {
-				// Created by an earlier sync (the syncs of nine delete
-				// events follow each other faster than the cache shows the
-				// creates): its add event syncs again; look again at the
-				// deadline in case the cache never shows it.
-				p.opts.Settings.EnqueueAfter(d.Name, wait)
+			// Created by an earlier sync that the cache has not shown yet
+			// (the syncs of nine delete events follow each other faster
+			// than the cache shows the creates): one read of the API
+			// server instead of a create it would refuse; created again
+			// only when it is gone there too.
+			if exists, err := p.stillThere(d.Name); err != nil || exists {
+				if err != nil {
+					return out, err
+				}
 				continue
 			}
 			created, err := p.create(d, in)
@@ -99,36 +101,37 @@ func (p *Provider) create(d Definition, in Input) (bool, error) {
 	return true, nil
 }
 
-// createdAwait is how long a Setting object this provider created is
-// awaited in the cache before a sync that does not see it creates it
-// again (it was deleted before the cache could show it).
-const createdAwait = 30 * time.Second
-
-// expectCreated marks name as created and awaited in the cache.
+// expectCreated marks name as created by this provider and not yet shown
+// by the cache (input clears it once the cache shows the object).
 func (p *Provider) expectCreated(name string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.created == nil {
-		p.created = map[string]time.Time{}
+		p.created = map[string]bool{}
 	}
-	p.created[name] = p.opts.Clock.Now().Add(createdAwait)
+	p.created[name] = true
 }
 
-// awaited reports whether the object name, absent from the cache, was
-// created by this provider and is still awaited, and for how long.
-func (p *Provider) awaited(name string) (time.Duration, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	until, ok := p.created[name]
-	if !ok {
-		return 0, false
+// stillThere reports whether name, absent from the cache, is an object
+// this provider created that the API server still has (read live).
+func (p *Provider) stillThere(name string) (bool, error) {
+	p.mu.RLock()
+	awaited := p.created[name]
+	p.mu.RUnlock()
+	if !awaited {
+		return false, nil
 	}
-	left := until.Sub(p.opts.Clock.Now())
-	if left <= 0 {
+	_, err := p.opts.Settings.Get(name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		p.mu.Lock()
 		delete(p.created, name)
-		return 0, false
+		p.mu.Unlock()
+		return false, nil
 	}
-	return left, true
+	return false, fmt.Errorf("get setting %s: %w", name, err)
 }
 
 // replaceable reports whether restore may delete obj and create it again:

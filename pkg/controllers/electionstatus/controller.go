@@ -113,6 +113,7 @@ type Controller struct {
 	mu        sync.Mutex
 	written   []byte // the status last written, as JSON (nil: none yet)
 	writtenRV string // the resourceVersion that write answered
+	writtenOn string // the resourceVersion that write was made on
 }
 
 // key is the one work item.
@@ -261,6 +262,12 @@ func (c *Controller) sync(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
+	// The cache still at the object the last write was made on has not
+	// shown that write yet: the object is at the rv that write answered.
+	behind := exists && c.writtenOn != "" && rv == c.writtenOn
+	if behind {
+		rv = c.writtenRV
+	}
 	same := exists && (string(have) == string(want) || (string(c.written) == string(want) && c.writtenRV == rv))
 	c.mu.Unlock()
 	if same {
@@ -276,7 +283,7 @@ func (c *Controller) sync(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
-	c.written, c.writtenRV = want, got.GetResourceVersion()
+	c.written, c.writtenRV, c.writtenOn = want, got.GetResourceVersion(), rv
 	c.mu.Unlock()
 	metrics.Writes.WithLabelValues("electionstatus").Inc()
 	c.log.Info("status written", "channel", snap.Channel, "clusters", len(snap.FleetClusters))

@@ -242,3 +242,20 @@ func TestCreatedMeanwhile(t *testing.T) {
 	expect(t, "not cached, created meanwhile", f.sync(), "create electionstatuses", "get electionstatuses", replace)
 	guarded(t, f.client.Actions()[2], existing.GetResourceVersion())
 }
+
+// TestCacheBehindItsOwnWrite: a sync before the informer has shown the
+// controller's last write tests the resourceVersion that write answered
+// (testing the cached one would fail, 422, and be retried as an error),
+// and writes nothing when the status is the one it wrote.
+func TestCacheBehindItsOwnWrite(t *testing.T) {
+	f := newFixture(t)
+	f.clusters = []unstructured.Unstructured{cluster("a", "1")}
+	cached := f.object(nil)
+	f.cached(cached)
+	expect(t, "first", f.sync(), replace)
+	answered := f.c.writtenRV
+	expect(t, "the cache behind, the status the one written", f.sync())
+	f.clusters = append(f.clusters, cluster("b", "1"))
+	expect(t, "the cache behind, a cluster added", f.sync(), replace)
+	guarded(t, f.client.Actions()[0], answered)
+}
