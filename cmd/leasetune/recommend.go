@@ -30,6 +30,7 @@ type recommendOptions struct {
 	clusters        decimalInt
 	controllerLocks decimalInt
 	alternatives    decimalInt
+	beforeV030      bool
 	v030            bool
 	output          string
 	kf              kubeFlags
@@ -87,7 +88,9 @@ triple meets the target or the cluster cannot be read, 2 bad usage.`,
 	f.Var(&o.rancherReplicas, "rancher-replicas", "with --clusters: Rancher's replicas, the candidates of its cattle-controllers lock (0: leave it out; default with --kubeconfig: the Rancher Deployment's)")
 	f.StringVar(&o.rancherNS, "rancher-namespace", rancher.DefaultNamespace, "with --kubeconfig: the Rancher Deployment's namespace")
 	f.StringVar(&o.rancherDep, "rancher-deployment", rancher.DefaultDeployment, "with --kubeconfig: the Rancher Deployment's name")
-	f.BoolVar(&o.v030, "client-go-v030", false, "count requests as client-go v0.30+ makes them (the leader only updates)")
+	f.BoolVar(&o.beforeV030, "client-go-before-v030", false, "count requests as client-go before v0.30 makes them (the leader gets and updates), as Rancher v2.8 and Fleet v0.9 did (default: v0.30+, the leader only updates, as every supported release)")
+	f.BoolVar(&o.v030, "client-go-v030", true, "count requests as client-go v0.30+ makes them")
+	_ = f.MarkDeprecated("client-go-v030", "v0.30+ is the default; --client-go-before-v030 counts the older behaviour")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
 	f.StringVar(&o.kf.kubeconfig, "kubeconfig", "", "with --clusters: read the triples in effect from this cluster's Settings (default: the settings' defaults)")
 	f.StringVar(&o.ns, "namespace", defaultNamespace(), "leasetune's namespace (its state ConfigMap), with --kubeconfig")
@@ -95,7 +98,7 @@ triple meets the target or the cluster cannot be read, 2 bad usage.`,
 }
 
 // Complete reads the target from --max-failover, --min-renew-attempts,
-// --followers and --client-go-v030.
+// --followers and --client-go-before-v030.
 func (o *recommendOptions) Complete(cmd *cobra.Command, _ []string) error {
 	o.streams = streamsOf(cmd)
 	if !o.maxFailover.set {
@@ -106,8 +109,9 @@ func (o *recommendOptions) Complete(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("flag --max-failover: %w", err)
 	}
 	o.target = recommend.Target{MaxFailover: d, MinRenewAttempts: o.attempts.value, Followers: o.followers.value}
-	if o.v030 {
-		o.target.Behaviour = election.LeaderOnlyUpdates
+	o.target.Behaviour = election.Supported
+	if o.beforeV030 {
+		o.target.Behaviour = election.LeaderGetsAndUpdates
 	}
 	return nil
 }

@@ -17,8 +17,8 @@ func TestRecommend(t *testing.T) {
 		"worst-case failover 59.6s (at most 1m0s)",
 		"renewal attempts 2.11 (at least 2); survives a kube-apiserver stall of up to 19s",
 		"installation: 500 fleet-agent locks + 5 Fleet controller locks",
-		"363,600 lock requests per hour", // 505 × 720 at Fleet's defaults
-		"recommended on both: 404,000 lock requests per hour (+11%)",
+		"181,800 lock requests per hour", // 505 × 360 at Fleet's defaults, client-go v0.30+ leaders
+		"recommended on both: 202,000 lock requests per hour (+11%)",
 		"Rancher's own lock left out: --rancher-replicas N",
 		// pkg/locks: rancher-turtles', Cluster API's and rancher-webhook's,
 		// 1,800 an hour each.
@@ -38,8 +38,8 @@ func TestRecommend(t *testing.T) {
 	for _, want := range []string{
 		"Rancher's cattle-controllers lock, 3 replica(s)",
 		"Rancher leaseDuration=45s renewDeadline=30s retryPeriod=2s",
-		"369,450 lock requests per hour", // 363,600 + Rancher's 5,850 at wrangler's 2s
-		"recommended on all three: 405,300 lock requests per hour (+10%)",
+		"185,850 lock requests per hour", // 181,800 + Rancher's 4,050 at wrangler's 2s (1,800 + 2 × 1,125)
+		"recommended on all three: 202,900 lock requests per hour (+9%)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("with --rancher-replicas 3, output lacks %q:\n%s", want, out)
@@ -47,6 +47,17 @@ func TestRecommend(t *testing.T) {
 	}
 	if strings.Contains(out, "left out") {
 		t.Errorf("Rancher's lock said to be left out:\n%s", out)
+	}
+	// Leaders that get before they update (Rancher v2.8, Fleet v0.9)
+	// make twice the leader requests; the deprecated v0.30 flag changes
+	// nothing.
+	code, out, errs = runCmd(t, "", "recommend", "--max-failover", "60s", "--clusters", "500", "--client-go-before-v030")
+	if code != 0 || !strings.Contains(out, "363,600 lock requests per hour") || !strings.Contains(out, "client-go < v0.30 (leader gets and updates)") {
+		t.Errorf("--client-go-before-v030: exit %d, want 505 × 720 = 363,600 requests per hour:\n%s%s", code, out, errs)
+	}
+	code, out, errs = runCmd(t, "", "recommend", "--max-failover", "60s", "--clusters", "500", "--client-go-v030")
+	if code != 0 || !strings.Contains(out, "181,800 lock requests per hour") {
+		t.Errorf("--client-go-v030: exit %d, want the default's 181,800 requests per hour:\n%s%s", code, out, errs)
 	}
 	// Every triple printed passes check.
 	row := regexp.MustCompile(`(?m)^  [* ] (\d+s)\s+(\d+s)\s+(\d+s)\s`)

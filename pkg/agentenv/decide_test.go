@@ -12,6 +12,7 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/rancher"
+	"leasetune.io/leasetune/pkg/restart"
 )
 
 func e(name, value string) map[string]interface{} {
@@ -475,7 +476,7 @@ func TestRouteReplans(t *testing.T) {
 		if r.Replans != c.want {
 			t.Errorf("%s: Replans %v, want %v (target %s)", c.name, r.Replans, c.want, r.TargetRef)
 		}
-		if got := Restarts(r); strings.Contains(got, "every node") != c.want {
+		if got := Restarts(r); got.Has(restart.NodePlan) != c.want || strings.Contains(got.String(), "every node") != c.want {
 			t.Errorf("%s: Restarts %q", c.name, got)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"leasetune.io/leasetune/pkg/restart"
 )
 
 // Another writer that keeps removing the project's entries (a GitOps tool
@@ -58,13 +60,5 @@ const fenced = "leasetune stops writing this object"
 // guard's (the object is not written until it changes otherwise).
 func IsFenceMessage(status string) bool { return strings.Contains(status, fenced) }
 
-// Restarts says what a change of a routed object's agent env redeploys.
-func Restarts(rt Routing) string {
-	switch {
-	case rt.Replans:
-		return "fleet-agent, cattle-cluster-agent and the system agent on every node"
-	case rt.RancherManaged:
-		return "fleet-agent and cattle-cluster-agent"
-	}
-	return "fleet-agent"
-}
+// Restarts is what a change of a routed object's agent env redeploys.
+func Restarts(rt Routing) restart.Set { return restart.OfCluster(rt.RancherManaged, rt.Replans) }

@@ -20,6 +20,15 @@ const (
 	LeaderOnlyUpdates
 )
 
+// Supported is how the leaders of every Rancher and Fleet leasetune
+// supports renew their locks: Fleet v0.10.0 builds with client-go v0.30.2
+// and Rancher v2.9.0 (and its cattle-cluster-agent) with v0.30.1 (go.mod
+// at each tag; Fleet v0.9 and Rancher v2.8 used v0.28). plan, recommend,
+// the ElectionStatus and the page count their locks with it; the lock
+// traffic measured beside Fleet v0.13–v0.16 and Rancher v2.12–v2.15 is
+// one request per retry period from the leader (docs/upstream.md).
+const Supported = LeaderOnlyUpdates
+
 // String names the behaviour for output.
 func (b ClientGoBehaviour) String() string {
 	if b == LeaderOnlyUpdates {

@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
+
+	"leasetune.io/leasetune/pkg/restart"
 )
 
 // Registry holds every metric of the project plus the Go and process
@@ -158,17 +160,13 @@ func init() {
 		PropagationPending, PropagationDeadline, Leader, SettingRefused, ServerUp)
 }
 
-// RestartKinds are the kinds of the restart ledger, in the order they are
-// reported.
-var RestartKinds = []string{"deployment-rollout", "rancher-rollout", "fleet-agent", "cattle-cluster-agent", "node-plan"}
-
 // RestartTotals reads the restart ledger (Restarts) of this process: the
-// count per kind so far, for the TimingsApplied Event.
-func RestartTotals() map[string]float64 {
-	out := map[string]float64{}
-	for _, k := range RestartKinds {
+// count per kind (restart.Kinds) so far, for the TimingsApplied Event.
+func RestartTotals() map[restart.Kind]float64 {
+	out := map[restart.Kind]float64{}
+	for _, k := range restart.Kinds {
 		var m dto.Metric
-		if err := Restarts.WithLabelValues(k).Write(&m); err == nil && m.Counter != nil {
+		if err := Restarts.WithLabelValues(string(k)).Write(&m); err == nil && m.Counter != nil {
 			out[k] = m.Counter.GetValue()
 		}
 	}

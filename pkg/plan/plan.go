@@ -30,6 +30,7 @@ import (
 	"leasetune.io/leasetune/pkg/locks"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/rancherenv"
+	"leasetune.io/leasetune/pkg/restart"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -75,8 +76,10 @@ type Change struct {
 	// Old and New are the values ("" for absent).
 	Old string `json:"old"`
 	New string `json:"new"`
-	// Restarts says what the write redeploys.
-	Restarts string `json:"restarts"`
+	// Restarts says in words what the write redeploys; Kinds are the
+	// restarts Totals counts (none: it restarts nothing now).
+	Restarts string      `json:"restarts"`
+	Kinds    restart.Set `json:"restartKinds,omitempty"`
 }
 
 // Report is the outcome of Compute.
@@ -175,16 +178,17 @@ func (r *Report) planFleet(in fleetenv.Inputs) {
 				if old := envValue(d, ch.Container, e.Name); old == e.Value || sameDuration(old, e.Value) {
 					continue // rewritten with the value it has: no change
 				}
-				restarts := "a rollout of " + d.Name
+				restarts, kinds := "a rollout of "+d.Name, restart.Set{restart.DeploymentRollout}
 				if election.FleetAgentPrefix.Owns(e.Name) {
 					// fleet-agentmanagement re-renders every agent bundle when it
 					// restarts with new FLEET_AGENT_ELECTION_* (docs/design.md, "How the timings reach each process").
 					restarts += ", then every fleet-agent (fleet-agentmanagement re-renders every agent)"
+					kinds = append(kinds, restart.FleetAgent)
 					r.agentRollout = true
 				}
 				r.Changes = append(r.Changes, Change{
 					Object: "Deployment " + d.Namespace + "/" + d.Name, Field: "container " + ch.Container + " env " + e.Name,
-					Old: envValue(d, ch.Container, e.Name), New: e.Value, Restarts: restarts,
+					Old: envValue(d, ch.Container, e.Name), New: e.Value, Restarts: restarts, Kinds: kinds,
 				})
 			}
 		}
@@ -241,7 +245,7 @@ func (r *Report) planRancher() {
 		if r.rancherReplicas < 1 {
 			return 0
 		}
-		return election.CostOf(t, r.rancherReplicas-1, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+		return election.CostOf(t, r.rancherReplicas-1, election.Supported).TotalRequestsPerHour()
 	}
 	var env []corev1.EnvVar
 	for _, c := range d.Spec.Template.Spec.Containers {
@@ -274,7 +278,7 @@ func (r *Report) planRancher() {
 				continue // one removed by hand: nothing to remove
 			}
 			r.Changes = append(r.Changes, Change{Object: ref, Field: "container rancher env " + n,
-				Old: envValue(d, rancher.Container, n), New: "(removed: Rancher's built-in 45s/30s/2s)", Restarts: restarts})
+				Old: envValue(d, rancher.Container, n), New: "(removed: Rancher's built-in 45s/30s/2s)", Restarts: restarts, Kinds: restart.Set{restart.RancherRollout}})
 		}
 		r.rancherLocksAfter = lockCost(election.WranglerDefaults)
 	case dec.Write:
@@ -283,7 +287,7 @@ func (r *Report) planRancher() {
 				continue
 			}
 			r.Changes = append(r.Changes, Change{Object: ref, Field: "container rancher env " + e.Name,
-				Old: envValue(d, rancher.Container, e.Name), New: e.Value, Restarts: restarts})
+				Old: envValue(d, rancher.Container, e.Name), New: e.Value, Restarts: restarts, Kinds: restart.Set{restart.RancherRollout}})
 		}
 		r.rancherLocksAfter = lockCost(st.Effective)
 	}
@@ -336,12 +340,12 @@ func (r *Report) planClusters(agent settings.ComponentStatus) {
 		in := agentenv.Input{Facts: agentenv.FactsOf(rt.Target), Global: agent.Effective, Channel: r.Channel, ClusterAgentReads: rt.ClusterAgentReads}
 		d := agentenv.Decide(in)
 		if d.Elects {
-			r.agentLocksAfter += election.CostOf(d.Runs, 0, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+			r.agentLocksAfter += election.CostOf(d.Runs, 0, election.Supported).TotalRequestsPerHour()
 		}
 		if before, ok := r.Before[settings.FleetAgent]; ok && before.HasEffective {
 			in.Global = before.Effective
 			if b := agentenv.Decide(in); b.Elects {
-				r.agentLocksBefore += election.CostOf(b.Runs, 0, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+				r.agentLocksBefore += election.CostOf(b.Runs, 0, election.Supported).TotalRequestsPerHour()
 			}
 		}
 		if d.Problem != "" {
@@ -349,7 +353,7 @@ func (r *Report) planClusters(agent settings.ComponentStatus) {
 		}
 		if d.Change {
 			r.Changes = append(r.Changes, Change{Object: rt.TargetRef.String(), Field: "spec.agentEnvVars",
-				Old: envString(rt.Target), New: envItems(d.Env), Restarts: agentenv.Restarts(rt)})
+				Old: envString(rt.Target), New: envItems(d.Env), Restarts: agentenv.Restarts(rt).String(), Kinds: agentenv.Restarts(rt)})
 		}
 		if rt.RancherManaged && r.Rancher.ClusterAgentReadsElectionEnv() {
 			// cattle-cluster-agent gets the source object's agentEnvVars
@@ -489,7 +493,7 @@ func (r *Report) Print(w io.Writer) {
 	t := r.Totals()
 	fmt.Fprintf(w, "\nRestarts: %d Deployment rollout(s), %d fleet-agent redeploy(s), %d cattle-cluster-agent redeploy(s), %d cluster(s) whose nodes are re-planned.\n",
 		t.Rollouts, t.FleetAgents, t.ClusterAgents, t.NodePlans)
-	fmt.Fprintf(w, "Lock requests per hour (client-go before v0.30, one replica per Fleet process): Fleet controllers %.0f, fleet-agents %.0f",
+	fmt.Fprintf(w, "Lock requests per hour (client-go v0.30+ leaders, one replica per Fleet process): Fleet controllers %.0f, fleet-agents %.0f",
 		t.ControllerLocksAfter, t.AgentLocksAfter)
 	if r.Before != nil {
 		fmt.Fprintf(w, " (now %.0f and %.0f)", t.ControllerLocksBefore, t.AgentLocksBefore)
@@ -564,18 +568,18 @@ func (r *Report) Totals() Totals {
 			continue
 		}
 		seen[c.Object] = true
-		switch {
-		case strings.HasPrefix(c.Object, "Deployment "):
+		switch k := c.Kinds; {
+		case k.Has(restart.DeploymentRollout) || k.Has(restart.RancherRollout):
+			// A Deployment rolls; the agents fleet-agentmanagement then
+			// redeploys are counted below (agentRollout).
 			t.Rollouts++
-			if strings.Contains(c.Restarts, "Rancher replica") {
-				t.RancherRollout = true
-			}
-		case strings.HasPrefix(c.Restarts, "fleet-agent"):
+			t.RancherRollout = t.RancherRollout || k.Has(restart.RancherRollout)
+		case k.Has(restart.FleetAgent):
 			t.FleetAgents++
-			if strings.Contains(c.Restarts, "cattle-cluster-agent") {
+			if k.Has(restart.ClusterAgent) {
 				t.ClusterAgents++
 			}
-			if strings.Contains(c.Restarts, "every node") {
+			if k.Has(restart.NodePlan) {
 				t.NodePlans++
 			}
 		}
@@ -587,7 +591,7 @@ func (r *Report) Totals() Totals {
 		if !st.HasEffective {
 			return 0
 		}
-		return float64(r.fleetLocks) * election.CostOf(st.Effective, 0, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
+		return float64(r.fleetLocks) * election.CostOf(st.Effective, 0, election.Supported).TotalRequestsPerHour()
 	}
 	t.ControllerLocksAfter, t.AgentLocksAfter = cost(r.Triples[settings.FleetController]), r.agentLocksAfter
 	if r.Before != nil {

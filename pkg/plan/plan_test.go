@@ -15,6 +15,7 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/rancher"
+	"leasetune.io/leasetune/pkg/restart"
 	"leasetune.io/leasetune/tests/kit"
 )
 
@@ -86,16 +87,16 @@ func TestFromSnapshot(t *testing.T) {
 	}{
 		{name: "nothing installed: nothing to write", snap: snapshotWith(nil)},
 		{name: "Fleet at its defaults: nothing to write", snap: snapshotWith(nil, gitjob()),
-			totals: Totals{ControllerLocksAfter: 720}},
+			totals: Totals{ControllerLocksAfter: 360}},
 		{name: "a proposed retry period rolls gitjob", snap: snapshotWith(nil, gitjob()),
 			set: []Assignment{{"fleet-leader-election-retry-period", "4s"}},
 			changes: []Change{{Object: "Deployment cattle-fleet-system/gitjob", Field: "container gitjob env CATTLE_ELECTION_RETRY_PERIOD",
-				Old: "10s", New: "4s", Restarts: "a rollout of gitjob"}},
-			totals: Totals{Rollouts: 1, ControllerLocksBefore: 720, ControllerLocksAfter: 1800}},
+				Old: "10s", New: "4s", Restarts: "a rollout of gitjob", Kinds: restart.Set{restart.DeploymentRollout}}},
+			totals: Totals{Rollouts: 1, ControllerLocksBefore: 360, ControllerLocksAfter: 900}},
 		{name: "a refused proposal is left out", snap: snapshotWith(nil, gitjob()),
 			set:     []Assignment{{"fleet-leader-election-retry-period", "999ms"}},
 			refused: []string{"fleet-leader-election-retry-period=999ms: "},
-			totals:  Totals{ControllerLocksBefore: 720, ControllerLocksAfter: 720}},
+			totals:  Totals{ControllerLocksBefore: 360, ControllerLocksAfter: 360}},
 		{name: "no Rancher Deployment for a Rancher triple", snap: snapshotWith(map[string]string{"rancher-leader-election-retry-period": "5s"}),
 			leftAlone: []string{"Deployment cattle-system/rancher: not found, so the rancher-leader-election-* settings (leaseDuration=45s renewDeadline=30s retryPeriod=5s) reach no Rancher here (--rancher-namespace, --rancher-deployment)"}},
 		{name: "a cluster that cannot be routed says why", snap: func() *inventory.Snapshot {
@@ -145,7 +146,7 @@ fleet agent channel: unknown (no fleet-controller Deployment): nothing is writte
 No writes: everything is converged.
 
 Restarts: 0 Deployment rollout(s), 0 fleet-agent redeploy(s), 0 cattle-cluster-agent redeploy(s), 0 cluster(s) whose nodes are re-planned.
-Lock requests per hour (client-go before v0.30, one replica per Fleet process): Fleet controllers 0, fleet-agents 0.
+Lock requests per hour (client-go v0.30+ leaders, one replica per Fleet process): Fleet controllers 0, fleet-agents 0.
 `
 	if out.String() != want {
 		t.Errorf("%s\nwant\n%s", out.String(), want)
@@ -213,5 +214,33 @@ func TestLocksLeftAlone(t *testing.T) {
 		if n := strings.Count(b.String(), "Left alone: "); n != len(tc.want) {
 			t.Errorf("%q: %d lines Left alone:\n%s", tc.image, n, b.String())
 		}
+	}
+}
+
+// TestTotalsCountKinds: Totals counts each object once by the kinds of its
+// changes, whatever their words say.
+func TestTotalsCountKinds(t *testing.T) {
+	r := &Report{clusters: 7, Changes: []Change{
+		{Object: "Deployment a/fleet-controller", Field: "x", Restarts: "words", Kinds: restart.Set{restart.DeploymentRollout}},
+		{Object: "Deployment a/fleet-controller", Field: "y", Restarts: "words", Kinds: restart.Set{restart.DeploymentRollout}},
+		{Object: "Deployment b/rancher", Field: "x", Restarts: "words", Kinds: restart.Set{restart.RancherRollout}},
+		{Object: "ConfigMap b/rancher-config", Field: "x", Restarts: "fleet-agent every node cattle-cluster-agent"},
+		{Object: "clusters.fleet.cattle.io f/c1", Restarts: "words", Kinds: restart.OfCluster(false, false)},
+		{Object: "clusters.management.cattle.io c-1", Restarts: "words", Kinds: restart.OfCluster(true, false)},
+		{Object: "clusters.management.cattle.io c-2", Restarts: "words", Kinds: restart.OfCluster(true, true)},
+	}}
+	got := r.Totals()
+	want := Totals{Rollouts: 2, RancherRollout: true, FleetAgents: 3, ClusterAgents: 2, NodePlans: 1}
+	if got.Rollouts != want.Rollouts || got.RancherRollout != want.RancherRollout || got.FleetAgents != want.FleetAgents ||
+		got.ClusterAgents != want.ClusterAgents || got.NodePlans != want.NodePlans {
+		t.Errorf("totals %+v, want %+v", got, want)
+	}
+	// fleet-agentmanagement's agent triple: one rollout, then every agent.
+	r = &Report{clusters: 7, agentRollout: true, Changes: []Change{
+		{Object: "Deployment a/fleet-controller", Field: "container fleet-agentmanagement env FLEET_AGENT_ELECTION_RETRY_PERIOD",
+			Kinds: restart.Set{restart.DeploymentRollout, restart.FleetAgent}},
+	}}
+	if got := r.Totals(); got.Rollouts != 1 || got.FleetAgents != 7 || got.RancherRollout {
+		t.Errorf("agent triple: totals %+v, want 1 rollout and 7 fleet-agents", got)
 	}
 }

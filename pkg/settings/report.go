@@ -10,6 +10,7 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/restart"
 )
 
 // Event reasons on Setting objects.
@@ -84,7 +85,7 @@ func (p *Provider) reportPending(c Component, st ComponentStatus, stored State) 
 func ledger() string {
 	t := metrics.RestartTotals()
 	return fmt.Sprintf("before this change leasetune's writes had restarted (since its start): %.0f Fleet Deployment rollout(s), %.0f Rancher rollout(s), %.0f fleet-agent, %.0f cattle-cluster-agent redeploy(s), %.0f node plan(s)",
-		t["deployment-rollout"], t["rancher-rollout"], t["fleet-agent"], t["cattle-cluster-agent"], t["node-plan"])
+		t[restart.DeploymentRollout], t[restart.RancherRollout], t[restart.FleetAgent], t[restart.ClusterAgent], t[restart.NodePlan])
 }
 
 // reportRefusal logs and records a refusal of c's inputs (st.Refused) once

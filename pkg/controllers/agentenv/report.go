@@ -76,17 +76,13 @@ func (c *Controller) report(st state, out outcome, done applied) {
 // reportWrite counts, logs and records a write of a cluster's agent env.
 func (c *Controller) reportWrite(key string, rt agentenv.Routing, d agentenv.Decision) {
 	metrics.Writes.WithLabelValues("cluster").Inc()
-	metrics.Restarts.WithLabelValues("fleet-agent").Inc()
-	if rt.RancherManaged {
-		metrics.Restarts.WithLabelValues("cattle-cluster-agent").Inc()
-	}
-	if rt.Replans {
-		metrics.Restarts.WithLabelValues("node-plan").Inc()
+	restarts := agentenv.Restarts(rt)
+	for _, k := range restarts {
+		metrics.Restarts.WithLabelValues(string(k)).Inc()
 	}
 	if at := c.prop.since(); !at.IsZero() {
 		metrics.PropagationSeconds.WithLabelValues(controllerName).Set(c.clock.Since(at).Seconds())
 	}
-	restarts := agentenv.Restarts(rt)
 	msg := fmt.Sprintf("spec.agentEnvVars now holds CATTLE_ELECTION_* for %s; this redeploys %s", d.Effective, restarts)
 	if d.Record == nil {
 		msg = fmt.Sprintf("removed the CATTLE_ELECTION_* entries leasetune had added; this redeploys %s", restarts)
@@ -95,9 +91,9 @@ func (c *Controller) reportWrite(key string, rt agentenv.Routing, d agentenv.Dec
 		msg += fmt.Sprintf("; fleet-agent runs %s", d.Runs)
 	}
 	if d.Record == nil {
-		c.log.Info("agent env entries removed", "object", rt.TargetRef.String(), "redeploys", restarts)
+		c.log.Info("agent env entries removed", "object", rt.TargetRef.String(), "redeploys", restarts.String())
 	} else {
-		c.log.Info("agent env updated", "object", rt.TargetRef.String(), "timings", d.Effective.String(), "redeploys", restarts)
+		c.log.Info("agent env updated", "object", rt.TargetRef.String(), "timings", d.Effective.String(), "redeploys", restarts.String())
 	}
 	if !c.prop.count(key, clusterWrite{removed: d.Record == nil, cattle: rt.RancherManaged, replans: rt.Replans}) {
 		c.event(rt.Target, corev1.EventTypeNormal, ReasonUpdated, msg)

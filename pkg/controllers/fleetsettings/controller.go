@@ -24,6 +24,7 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/restart"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -325,9 +326,9 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 		return fmt.Errorf("patch deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	c.wrote("deployment", d.Namespace+"/"+d.Name)
-	metrics.Restarts.WithLabelValues("deployment-rollout").Inc()
+	metrics.Restarts.WithLabelValues(string(restart.DeploymentRollout)).Inc()
 	if redeploysAgents(changes) && c.opts.Agents != nil {
-		metrics.Restarts.WithLabelValues("fleet-agent").Add(float64(c.opts.Agents()))
+		metrics.Restarts.WithLabelValues(string(restart.FleetAgent)).Add(float64(c.opts.Agents()))
 	}
 	var names []string
 	for _, ch := range changes {

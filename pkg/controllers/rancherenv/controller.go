@@ -22,6 +22,7 @@ import (
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/rancherenv"
+	"leasetune.io/leasetune/pkg/restart"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -247,7 +248,7 @@ func (c *Controller) report(d *appsv1.Deployment, dec rancherenv.Decision, in ra
 // written says a change that was written: every Rancher replica rolls.
 func (c *Controller) written(d *appsv1.Deployment, dec rancherenv.Decision, t election.Timings) {
 	metrics.Writes.WithLabelValues("rancher-deployment").Inc()
-	metrics.Restarts.WithLabelValues("rancher-rollout").Inc()
+	metrics.Restarts.WithLabelValues(string(restart.RancherRollout)).Inc()
 	replicas := int32(1)
 	if d.Spec.Replicas != nil {
 		replicas = *d.Spec.Replicas

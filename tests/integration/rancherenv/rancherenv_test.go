@@ -200,14 +200,14 @@ func TestPlan(t *testing.T) {
 		t.Errorf("changes %v, want %v", fields, want)
 	}
 	tot := r.Totals()
-	before := election.CostOf(election.WranglerDefaults, 2, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
-	after := election.CostOf(election.Timings{LeaseDuration: 45 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 5 * time.Second}, 2, election.LeaderGetsAndUpdates).TotalRequestsPerHour()
-	if !tot.RancherRollout || tot.Rollouts != 1 || tot.RancherLockBefore != before || tot.RancherLockAfter != after || before != 5850 || after != 2340 {
+	before := election.CostOf(election.WranglerDefaults, 2, election.Supported).TotalRequestsPerHour()
+	after := election.CostOf(election.Timings{LeaseDuration: 45 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: 5 * time.Second}, 2, election.Supported).TotalRequestsPerHour()
+	if !tot.RancherRollout || tot.Rollouts != 1 || tot.RancherLockBefore != before || tot.RancherLockAfter != after || before != 4050 || after != 1620 {
 		t.Errorf("totals %+v, want a Rancher rollout and %v → %v requests/h", tot, before, after)
 	}
 	var out bytes.Buffer
 	r.Print(&out)
-	if !strings.Contains(out.String(), "Rancher's lock kube-system/cattle-controllers (3 replica(s)): 2340 requests per hour (now 5850); the change rolls every Rancher replica.") {
+	if !strings.Contains(out.String(), "Rancher's lock kube-system/cattle-controllers (3 replica(s)): 1620 requests per hour (now 4050); the change rolls every Rancher replica.") {
 		t.Errorf("plan output:\n%s", out.String())
 	}
 

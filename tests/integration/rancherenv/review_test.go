@@ -278,7 +278,7 @@ func TestHandRemovedEntry(t *testing.T) {
 		t.Errorf("plan: changes %+v, left alone %v", r.Changes, r.LeftAlone)
 	}
 	// Rancher runs 45s/30s/2s now (the default of the missing retry period).
-	if tot := r.Totals(); tot.RancherLockBefore != 5850 || tot.RancherLockAfter != 2340 {
+	if tot := r.Totals(); tot.RancherLockBefore != 4050 || tot.RancherLockAfter != 1620 {
 		t.Errorf("plan totals %+v", tot)
 	}
 	// Back to the defaults instead: the two left are removed, not three.

@@ -241,7 +241,7 @@ describe('LeaderElection page: typing and saving', () => {
     await input(w, 'fleet-agent', 'leaseDuration').setValue('60s');
     await input(w, 'fleet-agent', 'renewDeadline').setValue('50s');
     await input(w, 'fleet-agent', 'retryPeriod').setValue('20s');
-    expect(c().find('.live-cost').text()).toMatch(/^Proposed: 1,440 requests\/h for 4 fleet Clusters/);
+    expect(c().find('.live-cost').text()).toMatch(/^Proposed: 720 requests\/h for 4 fleet Clusters/);
     await c().find('.save').trigger('click');
     await flushPromises();
 

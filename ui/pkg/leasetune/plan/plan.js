@@ -14,7 +14,7 @@
 //     alone, back at 45s/30s/2s leasetune's entries go);
 //   - each group of clusters (agentenv.Decide per group, times its count;
 //     fleet.AgentChannel's AgentRuns and Baseline);
-//   - the costs (election.CostOf with client-go before v0.30).
+//   - the costs (election.CostOf with election.Supported: client-go v0.30+).
 //
 // golden.json (from `go run ./hack/golden`) holds the Go code's answers
 // for synthetic installations; plan.test.js checks this port against
@@ -43,7 +43,7 @@ function valid(t) {
   return validate(t).length === 0;
 }
 
-/** lockCost is the requests per hour of one lock with followers (client-go before v0.30). */
+/** lockCost is the requests per hour of one lock with followers (election.Supported). */
 function lockCost(t, followers = 0) {
   return costOf(t, followers).totalRequestsPerHour;
 }

@@ -10,6 +10,7 @@ import { plan } from './plan';
 import { recommend } from './tradeoff';
 import { REGISTRY } from './registry';
 import { goParseDuration, formatDuration } from '../validation/duration';
+import { LEADER_ONLY_UPDATES } from '../validation/validate';
 import { viewOf } from '../api/store';
 
 const FIELDS = ['leaseDuration', 'renewDeadline', 'retryPeriod'];
@@ -78,6 +79,12 @@ describe('the write order and the plan, as settings.WriteOrder and plan.FromSnap
     const after = got.after[component];
 
     expect(after && Object.fromEntries(FIELDS.map((f) => [f, formatDuration(after[f])]))).toEqual(p.plan.after);
+  });
+});
+
+describe('election.Supported', () => {
+  it('counts locks as the Go code does', () => {
+    expect(LEADER_ONLY_UPDATES).toBe(golden.leaderOnlyUpdates);
   });
 });
 

@@ -103,7 +103,7 @@ function tripleString(t) {
 
 /**
  * recommend is recommend.Best for a failover target (BigInt ns) and
- * followers, client-go before v0.30: { timings, requestsPerHour } of the
+ * followers, with election.Supported's costs: { timings, requestsPerHour } of the
  * fewest lock requests (the longest retry period in whole seconds) whose
  * worst-case failover stays within the target, with the longest
  * renewDeadline and for it the shortest lease; or { error } with Go's

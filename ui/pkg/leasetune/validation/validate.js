@@ -149,14 +149,22 @@ const MEAN_FOLLOWER_WAIT_FACTOR = 1 + JITTER_FACTOR / 2;
 const NS_PER_HOUR = 3.6e12;
 
 /**
+ * LEADER_ONLY_UPDATES is election.Supported: every Rancher (v2.9+) and Fleet
+ * (v0.10+) leasetune supports builds with client-go v0.30+, whose leader
+ * only updates its lock while its lease is valid (plan.test.js checks it
+ * against the Go code's golden answer).
+ */
+export const LEADER_ONLY_UPDATES = true;
+
+/**
  * costOf is election.CostOf for one lock of a valid triple t (BigInt
  * nanoseconds) with `followers` followers: requests per hour of the
- * leader (2 per retry period before client-go v0.30, 1 after:
- * leaderOnlyUpdates) and of the followers (one per mean jittered wait,
- * 1.6 retry periods), and the worst-case failover leaseDuration + 4.4 ×
- * retryPeriod (BigInt nanoseconds).
+ * leader (1 per retry period with client-go v0.30+, leaderOnlyUpdates; 2
+ * before, when it got the lock before each update) and of the followers
+ * (one per mean jittered wait, 1.6 retry periods), and the worst-case
+ * failover leaseDuration + 4.4 × retryPeriod (BigInt nanoseconds).
  */
-export function costOf(t, followers = 0, leaderOnlyUpdates = false) {
+export function costOf(t, followers = 0, leaderOnlyUpdates = LEADER_ONLY_UPDATES) {
   const perHour = NS_PER_HOUR / Number(t.retryPeriod);
   const leader = perHour * (leaderOnlyUpdates ? 1 : 2);
   const follower = followers * perHour / MEAN_FOLLOWER_WAIT_FACTOR;

@@ -33,7 +33,7 @@ describe('triples, as Timings.Validate judges them', () => {
     expect(r.violations).toEqual(c.violations);
     expect(r.error).toBe(c.error || '');
     if (c.cost) {
-      const cost = costOf(r.timings, 1);
+      const cost = costOf(r.timings, 1, false);
 
       expect(cost.leaderRequestsPerHour).toBe(c.cost.leaderRequestsPerHour);
       expect(costOf(r.timings, 1, true).leaderRequestsPerHour).toBe(c.cost.leaderOnlyUpdatesRequestsPerHour);
