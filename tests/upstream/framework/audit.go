@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"sort"
 	"strings"
@@ -225,14 +224,4 @@ func LockRate(rs []Request, namespace, name string) (perHour float64, n int) {
 	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
 	span := all[len(all)-1].Sub(all[0]) + gaps[len(gaps)/2]
 	return float64(len(all)) / span.Hours(), len(all)
-}
-
-// FreeAddr returns a loopback address with a port free now.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }

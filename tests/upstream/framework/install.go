@@ -257,11 +257,18 @@ func Start(opts Options) (_ *Installation, err error) {
 		}
 		if err := step("Rancher login as admin, and the settings Fleet's chart gets", func() error {
 			return wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-				a, err := Login(ctx, in.Rancher.URL(), "admin", RancherPassword)
-				if err != nil {
+				if in.Admin == nil {
+					a, err := Login(ctx, in.Rancher.URL(), "admin", RancherPassword)
+					if err != nil {
+						return false, nil
+					}
+					in.Admin = a
+				}
+				// A token just made may not be accepted at once (seen beside
+				// v2.15.0: a 401 right after the login): wait until it is.
+				if code, _, err := in.Admin.Do(ctx, http.MethodGet, "/v1/management.cattle.io.settings/server-url", nil); err != nil || code != http.StatusOK {
 					return false, nil
 				}
-				in.Admin = a
 				for _, n := range []string{"server-url", "cacerts", "agent-tls-mode", "system-default-registry"} {
 					s, err := in.Dyn.Resource(SettingGVR).Get(ctx, n, metav1.GetOptions{})
 					if err != nil {

@@ -223,14 +223,19 @@ func insecureClient(timeout time.Duration) *http.Client {
 type RancherAPI struct {
 	URL, Token string
 	client     *http.Client
+	// user and password log in again when Rancher answers 401 to the
+	// token (seen once beside v2.15.0 with a token 30 s old); Relogins
+	// counts it.
+	user, password string
+	Relogins       int
 }
 
 // Login logs user in with Rancher's local auth provider
 // (POST /v3-public/localProviders/local?action=login, responseType json)
 // and returns a client with the token it answers.
 func Login(ctx context.Context, url, user, password string) (*RancherAPI, error) {
-	a := &RancherAPI{URL: url, client: insecureClient(30 * time.Second)}
-	code, body, err := a.Do(ctx, http.MethodPost, "/v3-public/localProviders/local?action=login",
+	a := &RancherAPI{URL: url, client: insecureClient(30 * time.Second), user: user, password: password}
+	code, body, err := a.send(ctx, http.MethodPost, "/v3-public/localProviders/local?action=login",
 		map[string]string{"username": user, "password": password, "responseType": "json"})
 	if err != nil {
 		return nil, err
@@ -251,6 +256,21 @@ func Login(ctx context.Context, url, user, password string) (*RancherAPI, error)
 // Do sends a request with the token (if any) and a JSON body (if not
 // nil) and returns the status code and the body.
 func (a *RancherAPI) Do(ctx context.Context, method, path string, body interface{}) (int, []byte, error) {
+	code, b, err := a.send(ctx, method, path, body)
+	if err != nil || code != http.StatusUnauthorized || a.Token == "" || a.user == "" {
+		return code, b, err
+	}
+	again, lerr := Login(ctx, a.URL, a.user, a.password)
+	if lerr != nil {
+		return code, b, err
+	}
+	a.Token = again.Token
+	a.Relogins++
+	return a.send(ctx, method, path, body)
+}
+
+// send sends one request with the token (if any) and a JSON body.
+func (a *RancherAPI) send(ctx context.Context, method, path string, body interface{}) (int, []byte, error) {
 	var r io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
