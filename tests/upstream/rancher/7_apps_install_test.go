@@ -134,7 +134,9 @@ func Test11AppsInstallAndUpgrade(t *testing.T) {
 		}
 	}
 	t.Cleanup(logRuns)
-	t.Cleanup(func() { t.Logf("Rancher answered the admin's token 401 %d time(s) (logged in again)", in.Admin.Relogins) })
+	t.Cleanup(func() {
+		t.Logf("Rancher answered the admin's token 401 %d time(s) (logged in again)", in.Admin.Relogins)
+	})
 
 	// The repository: the chart at its version and at the one before.
 	var chart struct{ Name, Version string }
