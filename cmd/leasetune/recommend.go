@@ -110,7 +110,14 @@ func (o *recommendOptions) Complete(cmd *cobra.Command, _ []string) error {
 	}
 	o.target = recommend.Target{MaxFailover: d, MinRenewAttempts: o.attempts.value, Followers: o.followers.value}
 	o.target.Behaviour = election.Supported
-	if o.beforeV030 {
+	// --client-go-v030=false meant the old behaviour before it was the
+	// default; it still does, and contradicting --client-go-before-v030
+	// is a usage error.
+	v030Set := cmd.Flags().Changed("client-go-v030")
+	if o.beforeV030 && v030Set && o.v030 {
+		return &usageError{errors.New("--client-go-v030 and --client-go-before-v030 contradict each other: give one")}
+	}
+	if o.beforeV030 || (v030Set && !o.v030) {
 		o.target.Behaviour = election.LeaderGetsAndUpdates
 	}
 	return nil
@@ -298,7 +305,9 @@ func (r recommendation) json(w io.Writer) error {
 		Recommended  optionJSON        `json:"recommended"`
 		Alternatives []optionJSON      `json:"alternatives"`
 		Installation *installationJSON `json:"installation,omitempty"`
-	}{Recommended: toJSON(r.best), Alternatives: []optionJSON{}}
+		// ClientGo is the behaviour the requests are counted with.
+		ClientGo string `json:"clientGo"`
+	}{Recommended: toJSON(r.best), Alternatives: []optionJSON{}, ClientGo: r.target.Behaviour.String()}
 	for _, o := range r.curve {
 		out.Alternatives = append(out.Alternatives, toJSON(o))
 	}

@@ -59,6 +59,16 @@ func TestRecommend(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "181,800 lock requests per hour") {
 		t.Errorf("--client-go-v030: exit %d, want the default's 181,800 requests per hour:\n%s%s", code, out, errs)
 	}
+	code, out, errs = runCmd(t, "", "recommend", "--max-failover", "60s", "--clusters", "500", "--client-go-v030=false")
+	if code != 0 || !strings.Contains(out, "363,600 lock requests per hour") {
+		t.Errorf("--client-go-v030=false: exit %d, want the old behaviour's 363,600 requests per hour:\n%s%s", code, out, errs)
+	}
+	if code, _, errs = runCmd(t, "", "recommend", "--max-failover", "60s", "--client-go-v030", "--client-go-before-v030"); code != 2 || !strings.Contains(errs, "contradict") {
+		t.Errorf("both flags: exit %d, want 2 and a usage error: %s", code, errs)
+	}
+	if code, js, _ := runCmd(t, "", "recommend", "--max-failover", "60s", "-o", "json"); code != 0 || !strings.Contains(js, `"clientGo": "client-go v0.30+ (leader updates only)"`) {
+		t.Errorf("-o json does not say the behaviour counted with:\n%s", js)
+	}
 	// Every triple printed passes check.
 	row := regexp.MustCompile(`(?m)^  [* ] (\d+s)\s+(\d+s)\s+(\d+s)\s`)
 	rows := row.FindAllStringSubmatch(out, -1)

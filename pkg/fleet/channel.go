@@ -209,3 +209,15 @@ func managedByOther(d *appsv1.Deployment, container string, p election.EnvPrefix
 func keyByName(name string) fieldpath.PathElement {
 	return fieldpath.PathElement{Key: &value.FieldList{{Name: "name", Value: value.NewValueInterface(name)}}}
 }
+
+// ChannelSource offers the detected agent channel
+// (pkg/controllers/fleetchannel) to the controllers that write by it and to
+// the ElectionStatus.
+type ChannelSource interface {
+	// Channel returns the agent channel, and false while it is unknown
+	// (no fleet-controller Deployment seen yet and nothing recorded).
+	Channel() (AgentChannel, bool)
+	// OnChannelChange registers f, called without locks after the channel
+	// changed. f must not block.
+	OnChannelChange(f func())
+}

@@ -39,6 +39,7 @@ import (
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	agentenvcontroller "leasetune.io/leasetune/pkg/controllers/agentenv"
 	statuscontroller "leasetune.io/leasetune/pkg/controllers/electionstatus"
+	"leasetune.io/leasetune/pkg/controllers/fleetchannel"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/controllers/rancherenv"
 	"leasetune.io/leasetune/pkg/crds"
@@ -150,14 +151,20 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 	if err != nil {
 		return err
 	}
-	fs, err := fleetsettings.Register(ctx, fleetsettings.Options{
-		Namespace: cfg.FleetNamespace, RancherNamespace: cfg.RancherNamespace, StateNamespace: cfg.Namespace,
-		ChannelOverride: cfg.ChannelOverride, Deployments: af.Apps().V1().Deployment(), ConfigMaps: cf.Core().V1().ConfigMap(),
-		Client: cs, Triples: provider, Recorder: recorder, Log: log, CheckAgentTriple: judge, Agents: agentsOf(ix),
+	// The channel first: its handler runs before fleetsettings' on each
+	// version of the fleet-controller Deployment.
+	fc, err := fleetchannel.Register(ctx, fleetchannel.Options{
+		Namespace: cfg.FleetNamespace, StateNamespace: cfg.Namespace, Override: cfg.ChannelOverride,
+		Deployments: af.Apps().V1().Deployment(), Client: cs, Log: log,
 	})
 	if err != nil {
 		return err
 	}
+	fleetsettings.Register(ctx, fleetsettings.Options{
+		Namespace: cfg.FleetNamespace, RancherNamespace: cfg.RancherNamespace, Channels: fc,
+		Deployments: af.Apps().V1().Deployment(), ConfigMaps: cf.Core().V1().ConfigMap(),
+		Client: cs, Triples: provider, Recorder: recorder, Log: log, CheckAgentTriple: judge, Agents: agentsOf(ix),
+	})
 	starts := []func(context.Context, int) error{mf.Start, af.Start, cf.Start}
 	if cfg.RancherEnv {
 		rancherenv.Register(ctx, rancherenv.Options{
@@ -214,13 +221,13 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 	}
 	ac := agentenvcontroller.New(agentenvcontroller.Options{ //nolint:contextcheck // client-go v0.28 list-watch functions take no context; Run stops the informers with ctx
 		Fleet: shared, Patcher: patch.RawPatcher{REST: stream}, Stream: stream, RancherDeployments: rancherDeps,
-		Client: dynamic.NewForConfigOrDie(rc), Rancher: isRancher, Triples: provider, Channels: fs,
+		Client: dynamic.NewForConfigOrDie(rc), Rancher: isRancher, Triples: provider, Channels: fc,
 		RancherNamespace: cfg.RancherNamespace, RancherDeployment: cfg.RancherDeployment, RancherVersion: cfg.RancherVersion,
 		Recorder: recorder, Log: log, Workers: cfg.Workers, ClustersPerMinute: cfg.AgentRolloutPerMinute,
 	})
 	startStatus(ctx, rc, dc, cfg, log, statusSources{settings: mf.Management().V3().Setting(), fleetDeployments: af.Apps().V1().Deployment(),
 		configMaps: cf.Core().V1().ConfigMap(), rancher: rf.Apps().V1().Deployment(), rancherWatched: rancherDeps != nil,
-		provider: provider, channels: fs, agents: ac})
+		provider: provider, channels: fc, agents: ac})
 	return ac.Run(ctx)
 }
 
@@ -264,7 +271,7 @@ type statusSources struct {
 	rancher        appscontrollers.DeploymentController
 	rancherWatched bool
 	provider       *settings.Provider
-	channels       *fleetsettings.Controller
+	channels       *fleetchannel.Controller
 	agents         *agentenvcontroller.Controller
 }
 

@@ -24,7 +24,6 @@ import (
 	"leasetune.io/leasetune/pkg/agentenv/index"
 	"leasetune.io/leasetune/pkg/agentenv/patch"
 	"leasetune.io/leasetune/pkg/agentenv/slim"
-	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/metrics"
@@ -74,7 +73,7 @@ type Options struct {
 	RancherDeployments cache.SharedIndexInformer
 	// Triples gives the global agent triple; Channels the Fleet agent channel.
 	Triples  settings.Triples
-	Channels fleetsettings.Channels
+	Channels fleet.ChannelSource
 	// Recorder records Events on the cluster objects; may be nil.
 	Recorder record.EventRecorder
 	// Log receives structured logs; slog.Default() when nil.

@@ -1,4 +1,4 @@
-package fleetsettings
+package fleetchannel
 
 import (
 	"context"
@@ -14,19 +14,8 @@ import (
 	"leasetune.io/leasetune/pkg/ownstate"
 )
 
-// Channels offers the detected Fleet agent channel to the agentenv
-// controller.
-type Channels interface {
-	// Channel returns the agent channel, and false while it is unknown
-	// (no fleet-controller Deployment seen yet and nothing recorded).
-	Channel() (fleet.AgentChannel, bool)
-	// OnChannelChange registers f, called without locks after the channel
-	// changed. f must not block.
-	OnChannelChange(f func())
-}
-
-// channelRecord keeps the detected channel in memory and in its ConfigMap.
-type channelRecord struct {
+// record keeps the detected channel in memory and in its ConfigMap.
+type record struct {
 	client    corev1client.ConfigMapsGetter
 	namespace string
 	override  fleet.AgentChannel
@@ -39,7 +28,7 @@ type channelRecord struct {
 }
 
 // load reads the recorded channel; a missing ConfigMap records nothing.
-func (r *channelRecord) load(ctx context.Context) error {
+func (r *record) load(ctx context.Context) error {
 	cm, err := ownstate.Load(ctx, r.client, r.namespace, fleetenv.ChannelConfigMapName)
 	if err != nil || cm == nil {
 		return err
@@ -53,8 +42,9 @@ func (r *channelRecord) load(ctx context.Context) error {
 	return nil
 }
 
-// Channel implements Channels; the flag override wins over detection.
-func (r *channelRecord) Channel() (fleet.AgentChannel, bool) {
+// Channel implements fleet.ChannelSource; the flag override wins over
+// detection.
+func (r *record) Channel() (fleet.AgentChannel, bool) {
 	if r.override != "" {
 		return r.override, true
 	}
@@ -66,7 +56,7 @@ func (r *channelRecord) Channel() (fleet.AgentChannel, bool) {
 // Evidence returns the channel in effect, as Channel does, and what decided
 // it: "--fleet-agent-channel" for the flag's override, else the detection's
 // or the record's evidence.
-func (r *channelRecord) Evidence() (fleet.AgentChannel, string, bool) {
+func (r *record) Evidence() (fleet.AgentChannel, string, bool) {
 	if r.override != "" {
 		return r.override, "--fleet-agent-channel", true
 	}
@@ -76,14 +66,14 @@ func (r *channelRecord) Evidence() (fleet.AgentChannel, string, bool) {
 }
 
 // recorded returns the channel recorded so far (not the override).
-func (r *channelRecord) recorded() fleet.AgentChannel {
+func (r *record) recorded() fleet.AgentChannel {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.channel
 }
 
-// OnChannelChange implements Channels.
-func (r *channelRecord) OnChannelChange(f func()) {
+// OnChannelChange implements fleet.ChannelSource.
+func (r *record) OnChannelChange(f func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.listeners = append(r.listeners, f)
@@ -94,7 +84,7 @@ func (r *channelRecord) OnChannelChange(f func()) {
 // recorded since this one last read (an outgoing or a new leader, in a
 // handover) stays recorded, and in use: set then returns an error, for the
 // work queue to detect again with that record.
-func (r *channelRecord) set(ctx context.Context, d fleet.Detection) (bool, error) {
+func (r *record) set(ctx context.Context, d fleet.Detection) (bool, error) {
 	r.mu.RLock()
 	same := r.channel == d.Channel // a new reason for the same channel is not worth a write
 	cm := r.cm

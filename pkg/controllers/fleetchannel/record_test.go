@@ -1,4 +1,4 @@
-package fleetsettings
+package fleetchannel
 
 import (
 	"context"
@@ -40,9 +40,9 @@ func TestChannelInterleavedWriters(t *testing.T) {
 	tracker := ownstatetest.NewTracker()
 	seedChannel(t, tracker, fleet.ChannelClusterEnvV09)
 	csA, csB := ownstatetest.NewWriter(tracker), ownstatetest.NewWriter(tracker)
-	a := &channelRecord{client: csA.CoreV1(), namespace: "leasetune"}
-	b := &channelRecord{client: csB.CoreV1(), namespace: "leasetune"}
-	for _, r := range []*channelRecord{a, b} {
+	a := &record{client: csA.CoreV1(), namespace: "leasetune"}
+	b := &record{client: csB.CoreV1(), namespace: "leasetune"}
+	for _, r := range []*record{a, b} {
 		if err := r.load(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func TestChannelInterleavedWriters(t *testing.T) {
 func TestChannelRecorded(t *testing.T) {
 	ctx := context.Background()
 	tracker := ownstatetest.NewTracker()
-	r := &channelRecord{client: ownstatetest.NewWriter(tracker).CoreV1(), namespace: "leasetune"}
+	r := &record{client: ownstatetest.NewWriter(tracker).CoreV1(), namespace: "leasetune"}
 	if err := r.load(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -34,11 +34,9 @@ type Options struct {
 	Namespace string
 	// RancherNamespace holds the ConfigMap rancher-config (cattle-system).
 	RancherNamespace string
-	// StateNamespace is the project's own namespace, where the detected
-	// channel is recorded.
-	StateNamespace string
-	// ChannelOverride, when set, replaces detection (--fleet-agent-channel).
-	ChannelOverride fleet.AgentChannel
+	// Channels gives the Fleet agent channel (pkg/controllers/fleetchannel,
+	// registered on Deployments before this controller).
+	Channels fleet.ChannelSource
 
 	// Deployments is a wrangler controller whose informer watches Namespace.
 	Deployments appscontrollers.DeploymentController
@@ -70,11 +68,10 @@ type Options struct {
 const controllerName = "fleetsettings"
 
 // Controller converges the Fleet Deployments' env and the Fleet chart
-// values in rancher-config on the effective triples. It implements Channels.
+// values in rancher-config on the effective triples.
 type Controller struct {
 	opts Options
 	log  *slog.Logger
-	*channelRecord
 
 	mu       sync.Mutex
 	changeAt time.Time // when the triples last changed, for the propagation metric
@@ -90,30 +87,14 @@ type Controller struct {
 	refusedSaid string
 }
 
-// Register loads the recorded channel and registers the handlers; start the
-// factories of opts.Deployments and opts.ConfigMaps afterwards.
-func Register(ctx context.Context, opts Options) (*Controller, error) {
-	if opts.Log == nil {
-		opts.Log = slog.Default()
-	}
-	c := &Controller{
-		opts: opts,
-		log:  opts.Log.With("controller", "fleetsettings"),
-		channelRecord: &channelRecord{
-			client: opts.Client.CoreV1(), namespace: opts.StateNamespace, override: opts.ChannelOverride,
-		},
-	}
-	if err := c.load(ctx); err != nil {
-		return nil, err
-	}
+// Register registers the handlers; start the factories of
+// opts.Deployments and opts.ConfigMaps afterwards.
+func Register(ctx context.Context, opts Options) *Controller {
+	c := New(opts)
 	c.mu.Lock()
 	c.publishPropagation() // the series exist from the start, at 0
 	c.mu.Unlock()
 	setRefused(metrics.RefusedByAgents, false)
-	if ch, ok := c.Channel(); ok {
-		setChannelMetric(ch)
-		c.log.Info("fleet agent channel", "channel", ch, "override", opts.ChannelOverride != "")
-	}
 	opts.Deployments.OnChange(ctx, "leasetune-fleet-env", func(key string, d *appsv1.Deployment) (*appsv1.Deployment, error) {
 		err := c.syncDeployment(ctx, d)
 		if err == nil {
@@ -141,9 +122,17 @@ func Register(ctx context.Context, opts Options) (*Controller, error) {
 		c.reportAgentTimings()
 		c.EnqueueAll()
 	})
-	c.OnChannelChange(c.reportAgentTimings)
+	opts.Channels.OnChannelChange(c.reportAgentTimings)
 	c.reportAgentTimings()
-	return c, nil
+	return c
+}
+
+// New returns the controller without registering handlers (for tests).
+func New(opts Options) *Controller {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	return &Controller{opts: opts, log: opts.Log.With("controller", "fleetsettings")}
 }
 
 // reportAgentTimings says, once per channel and agent triple, with a
@@ -156,7 +145,7 @@ func Register(ctx context.Context, opts Options) (*Controller, error) {
 // the agent triple in effect asks for what the agents of the detected
 // Fleet do not run and cannot be given (AgentTripleIgnored).
 func (c *Controller) reportAgentTimings() {
-	ch, known := c.Channel()
+	ch, known := c.opts.Channels.Channel()
 	agent, ok := c.opts.Triples.Effective(settings.FleetAgent)
 	setRefused(metrics.RefusedNotApplicable, known && ok && AgentTripleIgnored(ch, agent))
 	if !known || !ok || ch.GlobalReachesAgents() {
@@ -221,27 +210,43 @@ func (c *Controller) EnqueueAll() {
 	c.opts.ConfigMaps.Enqueue(c.opts.RancherNamespace, fleetenv.RancherConfigName)
 }
 
-// inputs gathers the effective triples and the channel. A change of the
-// agent triple that CheckAgentTriple refuses is left out (AgentOK false):
-// the agents keep the triple they run.
-func (c *Controller) inputs(ctx context.Context) fleetenv.Inputs {
-	var in fleetenv.Inputs
-	in.Controller, in.ControllerOK = c.opts.Triples.Effective(settings.FleetController)
-	in.Agent, in.AgentOK = c.opts.Triples.Effective(settings.FleetAgent)
-	in.Channel, _ = c.Channel()
-	refused := false // by the agents: metrics.SettingRefused{fleet-agent, agents-refused}
-	if in.AgentOK && in.Channel == fleet.ChannelAgentManagement && c.opts.CheckAgentTriple != nil {
-		if cur, ok := c.agentTripleInEffect(); ok && cur != in.Agent {
-			if err := c.judge(ctx, cur, in.Agent, in.Channel); err != nil {
-				in.AgentOK = false
-				refused = ctx.Err() == nil // not when only the sync was cancelled
+// gathered is what a sync reads: the inputs of fleetenv's decisions and
+// the verdict on a change of the agent triple.
+type gathered struct {
+	in fleetenv.Inputs
+	// judged is true when CheckAgentTriple judged a change of the agent
+	// triple from cur to in.Agent; refusal is its error (the change is then
+	// left out: in.AgentOK false, the agents keep cur).
+	judged   bool
+	cur      election.Timings
+	next     election.Timings
+	refusal  error
+	canceled bool
+}
+
+// gather reads the effective triples and the channel, and judges a change
+// of the agent triple with CheckAgentTriple (a read of the agent index).
+// It writes nothing and says nothing: report does.
+func (c *Controller) gather(ctx context.Context) gathered {
+	var g gathered
+	g.in.Controller, g.in.ControllerOK = c.opts.Triples.Effective(settings.FleetController)
+	g.in.Agent, g.in.AgentOK = c.opts.Triples.Effective(settings.FleetAgent)
+	g.in.Channel, _ = c.opts.Channels.Channel()
+	// FLEET_AGENT_ELECTION_* on fleet-agentmanagement is Fleet v0.13+'s
+	// (fleet.DetectChannel rules 2 and 4), and fleetenv.Desired rewrites
+	// them wherever they are, whatever channel is known now (none yet, or
+	// another writer's record while fleetchannel detects again): every
+	// such change is judged, as the agentmanagement channel's.
+	if g.in.AgentOK && c.opts.CheckAgentTriple != nil {
+		if cur, ok := c.agentTripleInEffect(); ok && cur != g.in.Agent {
+			g.judged, g.cur, g.next = true, cur, g.in.Agent
+			if err := c.opts.CheckAgentTriple(ctx, cur, g.in.Agent, fleet.ChannelAgentManagement); err != nil {
+				g.in.AgentOK, g.refusal = false, err
 			}
 		}
 	}
-	if ctx.Err() == nil {
-		setRefused(metrics.RefusedByAgents, refused)
-	}
-	return in
+	g.canceled = ctx.Err() != nil
+	return g
 }
 
 // agentTripleInEffect reads FLEET_AGENT_ELECTION_* of fleet-agentmanagement
@@ -260,61 +265,56 @@ func (c *Controller) agentTripleInEffect() (election.Timings, bool) {
 	return election.Timings{}, false
 }
 
-// judge runs CheckAgentTriple and reports a refusal once, with a Warning
-// Event on each agent Setting and a log line. While a refusal stands, the
-// fleet-controller Deployment is looked at again every RejudgeAfter, so the
-// triple goes out once the clusters that blocked it are fixed.
-func (c *Controller) judge(ctx context.Context, cur, next election.Timings, ch fleet.AgentChannel) error {
-	err := c.opts.CheckAgentTriple(ctx, cur, next, ch)
-	if err == nil || ctx.Err() != nil {
-		return err
+// reportJudgement reports what gather found of the agent triple:
+// metrics.SettingRefused{fleet-agent, agents-refused}, and a refusal once,
+// with a Warning Event on each agent Setting and a log line. While a
+// refusal stands, the fleet-controller Deployment is looked at again every
+// RejudgeAfter, so the triple goes out once the clusters that blocked it
+// are fixed. Nothing is reported of a sync that was canceled.
+func (c *Controller) reportJudgement(g gathered) {
+	if g.canceled {
+		return
+	}
+	setRefused(metrics.RefusedByAgents, g.refusal != nil)
+	if g.refusal == nil {
+		return
 	}
 	c.opts.Deployments.EnqueueAfter(c.opts.Namespace, fleet.ControllerDeployment, RejudgeAfter)
-	msg := fmt.Sprintf("the agent triple %s is not propagated, the agents keep %s: %v", next, cur, err)
+	msg := fmt.Sprintf("the agent triple %s is not propagated, the agents keep %s: %v", g.next, g.cur, g.refusal)
 	c.mu.Lock()
 	said := c.refusedSaid == msg
 	c.refusedSaid = msg
 	c.mu.Unlock()
 	if said {
-		return err
+		return
 	}
-	c.log.Warn("agent triple not propagated", "timings", next.String(), "error", err.Error())
+	c.log.Warn("agent triple not propagated", "timings", g.next.String(), "error", g.refusal.Error())
 	if c.opts.Recorder != nil {
 		for _, d := range settings.Of(settings.FleetAgent) {
 			ref := &corev1.ObjectReference{APIVersion: "management.cattle.io/v3", Kind: "Setting", Name: d.Name}
 			c.opts.Recorder.Event(ref, corev1.EventTypeWarning, "AgentTimingsRefused", msg)
 		}
 	}
-	return err
 }
 
 // RejudgeAfter is how often a refused agent triple change is judged again.
 const RejudgeAfter = 30 * time.Second
 
-// syncDeployment detects the channel from fleet-controller (before any
-// write to it) and writes the owned env entries that differ.
-func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) error {
+// syncDeployment gathers, decides the owned env entries that differ
+// (fleetenv.Desired), writes them in one patch and reports.
+func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) (err error) {
 	if d == nil || d.Namespace != c.opts.Namespace || !fleet.IsTarget(d) {
 		return nil
 	}
-	if d.Name == fleet.ControllerDeployment {
-		det := fleet.DetectChannel(d, fieldmanager.Leasetune, c.recorded())
-		changed, err := c.set(ctx, det)
-		if err != nil {
-			return err
-		}
-		if changed {
-			c.log.Info("fleet agent channel detected", "channel", det.Channel, "evidence", det.Evidence,
-				"certain", det.Certain, "override", c.opts.ChannelOverride)
-		}
-	}
-	in := c.inputs(ctx)
-	changes := fleetenv.Desired(d, in)
+	g := c.gather(ctx)
+	changes := fleetenv.Desired(d, g.in)
+	var body []byte
+	written := false
+	defer func() { c.reportDeployment(d, g, changes, body, written) }()
 	if len(changes) == 0 {
 		return nil
 	}
-	body, err := fleetenv.PatchBody(d, changes)
-	if err != nil {
+	if body, err = fleetenv.PatchBody(d, changes); err != nil {
 		return err
 	}
 	_, err = c.opts.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, body,
@@ -325,25 +325,33 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 	if err != nil {
 		return fmt.Errorf("patch deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
+	written = true
+	return nil
+}
+
+// reportDeployment reports a sync of Deployment d: the judgement, and a
+// write with its restarts (the restart ledger), the propagation metric and
+// a log line.
+func (c *Controller) reportDeployment(d *appsv1.Deployment, g gathered, changes []fleetenv.ContainerEnv, body []byte, written bool) {
+	c.reportJudgement(g)
+	if !written {
+		return
+	}
 	c.wrote("deployment", d.Namespace+"/"+d.Name)
 	metrics.Restarts.WithLabelValues(string(restart.DeploymentRollout)).Inc()
 	if redeploysAgents(changes) && c.opts.Agents != nil {
 		metrics.Restarts.WithLabelValues(string(restart.FleetAgent)).Add(float64(c.opts.Agents()))
 	}
-	var names []string
+	var names, entries []string
 	for _, ch := range changes {
 		names = append(names, ch.Container)
-	}
-	var entries []string
-	for _, ch := range changes {
 		for _, e := range ch.Env {
 			entries = append(entries, ch.Container+":"+e.Name+"="+e.Value)
 		}
 	}
 	c.log.Info("deployment env updated", "deployment", d.Namespace+"/"+d.Name, "containers", names,
-		"entries", entries, "channel", in.Channel)
+		"entries", entries, "channel", g.in.Channel)
 	c.log.Debug("deployment env patch", "deployment", d.Namespace+"/"+d.Name, "patch", string(body))
-	return nil
 }
 
 // redeploysAgents reports whether changes write FLEET_AGENT_ELECTION_*.
@@ -359,22 +367,18 @@ func redeploysAgents(changes []fleetenv.ContainerEnv) bool {
 }
 
 // syncRancherConfig keeps leaderElection.* and agent.leaderElection.* under
-// the fleet key of rancher-config equal to the effective triples. A value
-// that is not a YAML mapping is reported and left alone.
-func (c *Controller) syncRancherConfig(ctx context.Context, cm *corev1.ConfigMap) error {
+// the fleet key of rancher-config equal to the effective triples
+// (fleetenv.MergeChartValues): gather, decide, one merge patch, report. A
+// value that is not a YAML mapping is reported and left alone.
+func (c *Controller) syncRancherConfig(ctx context.Context, cm *corev1.ConfigMap) (err error) {
 	if cm == nil || cm.Namespace != c.opts.RancherNamespace || cm.Name != fleetenv.RancherConfigName {
 		return nil
 	}
-	in := c.inputs(ctx)
-	merged, changed, err := fleetenv.MergeChartValues(cm.Data[fleetenv.RancherConfigKey], in.Controller, in.ControllerOK, in.Agent, in.AgentOK)
-	if err != nil {
-		c.log.Error("rancher-config left alone", "configmap", cm.Namespace+"/"+cm.Name, "error", err)
-		if c.opts.Recorder != nil {
-			c.opts.Recorder.Event(cm, corev1.EventTypeWarning, "FleetValuesUnreadable", err.Error()+"; leasetune leaves it alone")
-		}
-		return nil
-	}
-	if !changed {
+	g := c.gather(ctx)
+	merged, changed, unreadable := fleetenv.MergeChartValues(cm.Data[fleetenv.RancherConfigKey], g.in.Controller, g.in.ControllerOK, g.in.Agent, g.in.AgentOK)
+	written := false
+	defer func() { c.reportRancherConfig(cm, g, unreadable, written) }()
+	if unreadable != nil || !changed {
 		return nil
 	}
 	// A merge patch of the one key, with the resourceVersion read: a
@@ -395,9 +399,24 @@ func (c *Controller) syncRancherConfig(ctx context.Context, cm *corev1.ConfigMap
 	if err != nil {
 		return fmt.Errorf("patch %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
-	c.wrote("rancher-config", cm.Namespace+"/"+cm.Name)
-	c.log.Info("fleet chart values updated", "configmap", cm.Namespace+"/"+cm.Name)
+	written = true
 	return nil
+}
+
+// reportRancherConfig reports a sync of rancher-config: the judgement, a
+// value left alone (a Warning Event on the ConfigMap), or a write.
+func (c *Controller) reportRancherConfig(cm *corev1.ConfigMap, g gathered, unreadable error, written bool) {
+	c.reportJudgement(g)
+	switch {
+	case unreadable != nil:
+		c.log.Error("rancher-config left alone", "configmap", cm.Namespace+"/"+cm.Name, "error", unreadable)
+		if c.opts.Recorder != nil {
+			c.opts.Recorder.Event(cm, corev1.EventTypeWarning, "FleetValuesUnreadable", unreadable.Error()+"; leasetune leaves it alone")
+		}
+	case written:
+		c.wrote("rancher-config", cm.Namespace+"/"+cm.Name)
+		c.log.Info("fleet chart values updated", "configmap", cm.Namespace+"/"+cm.Name)
+	}
 }
 
 // wrote counts a write and updates the propagation metric, when the write

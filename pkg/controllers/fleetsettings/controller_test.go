@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/rancher/wrangler/v2/pkg/generic/fake"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	kfake "k8s.io/client-go/kubernetes/fake"
@@ -38,12 +40,8 @@ func newTestController(t *testing.T, tr settings.Triples, ctrl *gomock.Controlle
 	cs := kfake.NewSimpleClientset()
 	deps := fake.NewMockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList](ctrl)
 	cms := fake.NewMockControllerInterface[*corev1.ConfigMap, *corev1.ConfigMapList](ctrl)
-	c := &Controller{
-		opts: Options{Namespace: "cattle-fleet-system", RancherNamespace: "cattle-system", StateNamespace: "leasetune",
-			Deployments: deps, ConfigMaps: cms, Client: cs, Triples: tr},
-		log:           slog.New(slog.NewTextHandler(io.Discard, nil)),
-		channelRecord: &channelRecord{client: cs.CoreV1(), namespace: "leasetune", override: fleet.ChannelAgentManagement},
-	}
+	c := New(Options{Namespace: "cattle-fleet-system", RancherNamespace: "cattle-system", Channels: fakes.Channel(fleet.ChannelAgentManagement),
+		Deployments: deps, ConfigMaps: cms, Client: cs, Triples: tr, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return c, cs, deps, cms
 }
 
@@ -133,5 +131,61 @@ func TestAgentRedeploysAreCounted(t *testing.T) {
 				t.Errorf("rollouts counted: %v, want 1", got)
 			}
 		})
+	}
+}
+
+// rancherConfig is cattle-system/rancher-config with fleet as its fleet
+// values.
+func rancherConfig(fleetValues string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "cattle-system", Name: fleetenv.RancherConfigName, ResourceVersion: "7"},
+		Data: map[string]string{fleetenv.RancherConfigKey: fleetValues}}
+}
+
+// TestRancherConfigDoNothing: rancher-config at the triples in effect, one
+// whose values leasetune leaves alone, and another ConfigMap make no API
+// call at all.
+func TestRancherConfigDoNothing(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		tr   settings.Triples
+		cm   *corev1.ConfigMap
+	}{
+		{"at Fleet's defaults, nothing set", fakes.FleetTriples(election.FleetDefaults, election.FleetDefaults), rancherConfig("apiServerURL: https://x\n")},
+		{"the fleet values are not a mapping", fakes.FleetTriples(five, election.FleetDefaults), rancherConfig("- a list\n")},
+		{"another ConfigMap", fakes.FleetTriples(five, election.FleetDefaults), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "cattle-system", Name: "other"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctl, cs, _, _ := newTestController(t, c.tr, gomock.NewController(t))
+			if err := ctl.syncRancherConfig(context.Background(), c.cm); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(cs.Actions()); n != 0 {
+				t.Errorf("%d API calls: %v", n, cs.Actions())
+			}
+		})
+	}
+}
+
+// TestRancherConfigOnePatch: a controller triple that differs from
+// Fleet's defaults is one merge patch of the fleet key, with the
+// resourceVersion read, and nothing else.
+func TestRancherConfigOnePatch(t *testing.T) {
+	ctl, cs, _, _ := newTestController(t, fakes.FleetTriples(five, election.FleetDefaults), gomock.NewController(t))
+	cm := rancherConfig("apiServerURL: https://x\n")
+	if err := cs.Tracker().Add(cm); err != nil {
+		t.Fatal(err)
+	}
+	cs.ClearActions()
+	if err := ctl.syncRancherConfig(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	acts := cs.Actions()
+	if len(acts) != 1 {
+		t.Fatalf("%d API calls, want one patch: %v", len(acts), acts)
+	}
+	p, ok := acts[0].(k8stesting.PatchAction)
+	if !ok || p.GetPatchType() != types.MergePatchType || p.GetName() != fleetenv.RancherConfigName ||
+		!strings.Contains(string(p.GetPatch()), `"resourceVersion":"7"`) || !strings.Contains(string(p.GetPatch()), "retryPeriod: 5s") {
+		t.Fatalf("got %s %s %s, want a merge patch of rancher-config at resourceVersion 7 with retryPeriod 5s", acts[0].GetVerb(), p.GetPatchType(), p.GetPatch())
 	}
 }

@@ -11,13 +11,13 @@
 //   - FLEET_AGENT_ELECTION_* (the agent triple) on the fleet-agentmanagement
 //     container where Fleet reads it (fleet.ChannelAgentManagement).
 //
-// What to write is decided by the pure package pkg/fleetenv (Desired,
-// PatchBody, MergeChartValues); this controller gathers, writes and
-// reports. Writes are JSON patches of exactly the owned entries (tested
-// by name and index, so a stale cache cannot misplace them) under the
-// field manager "leasetune", made only when an owned entry differs by
-// parsed duration; entries keep their position and are never removed.
-// The package also detects the Fleet agent channel (fleet.DetectChannel)
-// before its first write, records it, and offers it to the agentenv
-// controller (Channels).
+// Each sync gathers (the triples in effect, the agent channel from
+// pkg/controllers/fleetchannel, the judgement of a change of the agent
+// triple by every agent), decides with the pure package pkg/fleetenv
+// (Desired, PatchBody, MergeChartValues), makes at most one write and then
+// reports (metrics, Events, logs) in one deferred step. Writes are JSON
+// patches of exactly the owned entries (tested by name and index, so a
+// stale cache cannot misplace them) under the field manager "leasetune",
+// made only when an owned entry differs by parsed duration; entries keep
+// their position and are never removed.
 package fleetsettings

@@ -65,7 +65,7 @@ func TestNotApplicableGauge(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctl, _, _, _ := newTestController(t, fakes.FleetTriples(election.FleetDefaults, c.agent), gomock.NewController(t))
-			ctl.override = c.ch
+			ctl.opts.Channels = fakes.Channel(c.ch)
 			metrics.SettingRefused.WithLabelValues(string(settings.FleetAgent), metrics.RefusedNotApplicable).Set(-1)
 			ctl.reportAgentTimings()
 			if got := refusedGauge(metrics.RefusedNotApplicable); got != c.want {
@@ -90,16 +90,24 @@ func TestAgentsRefusedGauge(t *testing.T) {
 		kit.WithContainer(fleet.AgentManagementContainer, append(append([]corev1.EnvVar{}, fleetEnv...), agentEnv...)...)), nil).AnyTimes()
 	deps.EXPECT().EnqueueAfter("cattle-fleet-system", fleet.ControllerDeployment, RejudgeAfter).AnyTimes()
 
-	if in := ctl.inputs(context.Background()); in.AgentOK {
+	setRefused(metrics.RefusedByAgents, false)
+	g := ctl.gather(context.Background())
+	if g.in.AgentOK {
 		t.Fatal("a refused agent triple is in the inputs")
 	}
+	if got := refusedGauge(metrics.RefusedByAgents); got != 0 {
+		t.Errorf("refused by the agents, before the report: %v, want 0 (gathering reports nothing)", got)
+	}
+	ctl.reportJudgement(g)
 	if got := refusedGauge(metrics.RefusedByAgents); got != 1 {
 		t.Errorf("refused by the agents: %v, want 1", got)
 	}
 	verdict = nil
-	if in := ctl.inputs(context.Background()); !in.AgentOK {
+	g = ctl.gather(context.Background())
+	if !g.in.AgentOK {
 		t.Fatal("an accepted agent triple is not in the inputs")
 	}
+	ctl.reportJudgement(g)
 	if got := refusedGauge(metrics.RefusedByAgents); got != 0 {
 		t.Errorf("accepted by the agents: %v, want 0", got)
 	}
@@ -128,5 +136,42 @@ func TestPropagationGauges(t *testing.T) {
 	ctl.synced("cattle-system/" + fleetenv.RancherConfigName)
 	if got, gotD := pending(), deadline(); got != 0 || gotD != 0 {
 		t.Errorf("after all: pending %v, deadline %v, want 0 and 0", got, gotD)
+	}
+}
+
+// TestAgentTripleJudgedWhateverTheChannel: while the channel is not known
+// (fleetchannel's record failed) or is another writer's, an agent triple
+// change on a fleet-agentmanagement that carries FLEET_AGENT_ELECTION_*
+// (Fleet v0.13+) is still judged, and a refusal writes nothing.
+func TestAgentTripleJudgedWhateverTheChannel(t *testing.T) {
+	for _, ch := range []fleet.AgentChannel{"", fleet.ChannelFixedV012, fleet.ChannelAgentManagement} {
+		t.Run(string(ch)+"|", func(t *testing.T) {
+			ctrl := gomock.NewController(t)
+			ctl, cs, deps, _ := newTestController(t, fakes.FleetTriples(election.FleetDefaults, five), ctrl)
+			ctl.opts.Channels = fakes.Channel(ch)
+			judged := 0
+			ctl.opts.CheckAgentTriple = func(_ context.Context, _, _ election.Timings, as fleet.AgentChannel) error {
+				judged++
+				if as != fleet.ChannelAgentManagement {
+					t.Errorf("judged as channel %q, want %s", as, fleet.ChannelAgentManagement)
+				}
+				return errors.New("cluster fleet-default/c1: its agent would run an invalid triple")
+			}
+			d := kit.Deployment("cattle-fleet-system", fleet.ControllerDeployment,
+				kit.WithContainer(fleet.AgentManagementContainer, append(append([]corev1.EnvVar{}, fleetEnv...), agentEnv...)...))
+			cache := fake.NewMockCacheInterface[*appsv1.Deployment](ctrl)
+			deps.EXPECT().Cache().Return(cache).AnyTimes()
+			cache.EXPECT().Get("cattle-fleet-system", fleet.ControllerDeployment).Return(d, nil).AnyTimes()
+			deps.EXPECT().EnqueueAfter("cattle-fleet-system", fleet.ControllerDeployment, RejudgeAfter)
+			if err := ctl.syncDeployment(context.Background(), d); err != nil {
+				t.Fatal(err)
+			}
+			if judged != 1 {
+				t.Errorf("judged %d times, want once", judged)
+			}
+			if n := len(cs.Actions()); n != 0 {
+				t.Errorf("%d API calls for a refused agent triple: %v", n, cs.Actions())
+			}
+		})
 	}
 }

@@ -48,7 +48,7 @@ func TestConvergesEveryFixtureVersion(t *testing.T) {
 			for name := range before {
 				framework.Eventually(t, name+" converged", func() bool { return hasTriple(get(t, e.fleetNS, name), ctrlT, agent) })
 			}
-			if ch, ok := r.Channel(); !ok || ch != wantChannel[v] {
+			if ch, ok := r.channels.Channel(); !ok || ch != wantChannel[v] {
 				t.Errorf("channel %q (%v), want %q", ch, ok, wantChannel[v])
 			}
 			writes := r.writes.Settle(t, nil)
@@ -91,7 +91,7 @@ func TestConvergesEveryFixtureVersion(t *testing.T) {
 			if got := resourceVersions(t, e.fleetNS); got != rvs {
 				t.Errorf("resourceVersions changed: %s → %s", rvs, got)
 			}
-			if ch, _ := r2.Channel(); ch != wantChannel[v] {
+			if ch, _ := r2.channels.Channel(); ch != wantChannel[v] {
 				t.Errorf("after restart channel %q, want %q", ch, wantChannel[v])
 			}
 		})
@@ -172,7 +172,7 @@ func TestMissingDeploymentsConvergeWhenTheyAppear(t *testing.T) {
 	if n := r.writes.Writes(); n != 0 {
 		t.Errorf("%d writes with no Fleet installed", n)
 	}
-	if _, ok := r.Channel(); ok {
+	if _, ok := r.channels.Channel(); ok {
 		t.Error("a channel is known with no Fleet installed")
 	}
 	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.14.10"))
@@ -327,13 +327,13 @@ func TestChannelDetectedOnceAndKeptAfterOwnWrites(t *testing.T) {
 
 	r2 := start(t, e, triples, "")
 	time.Sleep(time.Second)
-	if ch, _ := r2.Channel(); ch != fleet.ChannelAgentManagement {
+	if ch, _ := r2.channels.Channel(); ch != fleet.ChannelAgentManagement {
 		t.Errorf("after restart %q", ch)
 	}
 	r2.cancel()
 
 	r3 := start(t, e, triples, fleet.ChannelNoElection)
-	if ch, _ := r3.Channel(); ch != fleet.ChannelNoElection {
+	if ch, _ := r3.channels.Channel(); ch != fleet.ChannelNoElection {
 		t.Errorf("override ignored: %q", ch)
 	}
 }

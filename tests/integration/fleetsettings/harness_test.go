@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
+	"leasetune.io/leasetune/pkg/controllers/fleetchannel"
 	"leasetune.io/leasetune/pkg/controllers/fleetsettings"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
@@ -48,11 +49,13 @@ func newEnv(t *testing.T) env {
 	return env{fleetNS: cp.Namespace(t), rancherNS: cp.Namespace(t), stateNS: cp.Namespace(t)}
 }
 
-// running is a started controller.
+// running is a started controller, with the channel controller it writes
+// by (registered first, as the manager does).
 type running struct {
 	*fleetsettings.Controller
-	writes *framework.Recorder
-	cancel context.CancelFunc
+	channels *fleetchannel.Controller
+	writes   *framework.Recorder
+	cancel   context.CancelFunc
 }
 
 func start(t *testing.T, e env, triples settings.Triples, override fleet.AgentChannel) *running {
@@ -72,24 +75,26 @@ func start(t *testing.T, e env, triples settings.Triples, override fleet.AgentCh
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
 	t.Cleanup(b.Shutdown)
-	c, err := fleetsettings.Register(ctx, fleetsettings.Options{
-		Recorder:  b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
-		Namespace: e.fleetNS, RancherNamespace: e.rancherNS, StateNamespace: e.stateNS, ChannelOverride: override,
-		Deployments: af.Apps().V1().Deployment(), ConfigMaps: cf.Core().V1().ConfigMap(),
-		Client: client, Triples: triples,
-		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ch, err := fleetchannel.Register(ctx, fleetchannel.Options{Namespace: e.fleetNS, StateNamespace: e.stateNS, Override: override,
+		Deployments: af.Apps().V1().Deployment(), Client: client, Log: log})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
+	c := fleetsettings.Register(ctx, fleetsettings.Options{
+		Recorder:  b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
+		Namespace: e.fleetNS, RancherNamespace: e.rancherNS, Channels: ch,
+		Deployments: af.Apps().V1().Deployment(), ConfigMaps: cf.Core().V1().ConfigMap(),
+		Client: client, Triples: triples, Log: log,
+	})
 	if err := af.Start(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
 	if err := cf.Start(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	r := &running{Controller: c, writes: wc, cancel: cancel}
+	r := &running{Controller: c, channels: ch, writes: wc, cancel: cancel}
 	t.Cleanup(cancel)
 	return r
 }

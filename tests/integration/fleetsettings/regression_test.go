@@ -80,7 +80,7 @@ func TestEnvStrippedByAnUpdateKeepsTheChannel(t *testing.T) {
 			}
 			framework.Eventually(t, "repaired in full", func() bool { return hasTriple(get(t, e.fleetNS, "fleet-controller"), ctrlT, agent) })
 			r.writes.Settle(t, nil)
-			if ch, _ := r.Channel(); ch != wantChannel[v] {
+			if ch, _ := r.channels.Channel(); ch != wantChannel[v] {
 				t.Errorf("channel %s after the env was stripped, want %s", ch, wantChannel[v])
 			}
 		})

@@ -113,10 +113,10 @@ func TestV215ImportedDay2OpsReplans(t *testing.T) {
 	h.patch(*c.mgmt, map[string]interface{}{"metadata": map[string]interface{}{"annotations": map[string]interface{}{agentenv.RecordAnnotation: string(record)}},
 		"spec": map[string]interface{}{"agentEnvVars": env}})
 	statusPatch, _ := json.Marshal(map[string]interface{}{"status": map[string]interface{}{"driver": "rke2"}})
-	if _, err := h.res(*c.mgmt).Patch(context.Background(), c.mgmt.name, types.MergePatchType, statusPatch, metav1.PatchOptions{}, "status"); err != nil {
+	if _, err := h.res(*c.mgmt).Patch(context.Background(), c.mgmt.Name, types.MergePatchType, statusPatch, metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, "the double's first Plan apply (the import)", func() bool { return h.d.PlanRuns(c.mgmt.name) == 1 })
+	framework.Eventually(t, "the double's first Plan apply (the import)", func() bool { return h.d.PlanRuns(c.mgmt.Name) == 1 })
 	h.calm("the import's Plans applied")
 
 	nodePlans := testutil.ToFloat64(metrics.Restarts.WithLabelValues("node-plan"))
@@ -140,10 +140,10 @@ func TestV215ImportedDay2OpsReplans(t *testing.T) {
 		return true
 	})
 	h.calm("after the removal")
-	if n := h.writes.AcceptedByPath()[c.mgmt.path()]; n != 1 {
+	if n := h.writes.AcceptedByPath()[path(*c.mgmt)]; n != 1 {
 		t.Errorf("%s: %d writes by leasetune, want 1", *c.mgmt, n)
 	}
-	if n := h.d.PlanRuns(c.mgmt.name); n != 2 {
+	if n := h.d.PlanRuns(c.mgmt.Name); n != 2 {
 		t.Errorf("plan runs %d, want 2: the import's and the one of leasetune's write", n)
 	}
 	if got := testutil.ToFloat64(metrics.Restarts.WithLabelValues("node-plan")) - nodePlans; got != 1 {
@@ -155,10 +155,10 @@ func TestV215ImportedDay2OpsReplans(t *testing.T) {
 
 	// A global agent triple change reaches the agents through Fleet on
 	// this channel: no cluster write, no Plan run.
-	mark, runs := h.rec.seq(), h.d.PlanRuns(c.mgmt.name)
+	mark, runs := h.rec.seq(), h.d.PlanRuns(c.mgmt.Name)
 	h.tr.Set(settings.FleetAgent, kit.Timings("60s", "50s", "20s"))
 	framework.Consistently(t, "no cluster write and no Plan run after a global agent change", 3*calmWindow, func() bool {
-		return len(h.rec.since(mark, h.owns)) == 0 && h.d.PlanRuns(c.mgmt.name) == runs
+		return len(h.rec.since(mark, h.owns)) == 0 && h.d.PlanRuns(c.mgmt.Name) == runs
 	})
 	if a := h.get(*c.mgmt).GetAnnotations()[rancher.AppliedPlanHashAnnotation]; a == "" {
 		t.Error("the double stored no applied hash")

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
+	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/agentenv/slim"
 	agentenvcontroller "leasetune.io/leasetune/pkg/controllers/agentenv"
 	"leasetune.io/leasetune/pkg/election"
@@ -81,26 +82,16 @@ func delta(before, now map[string]int) map[string]int {
 	return out
 }
 
-// objRef names one cluster object.
-type objRef struct {
-	gvr      schema.GroupVersionResource
-	ns, name string
-}
-
-func (o objRef) String() string {
-	if o.ns == "" {
-		return fmt.Sprintf("%s.%s %s", o.gvr.Resource, o.gvr.Group, o.name)
-	}
-	return fmt.Sprintf("%s.%s %s/%s", o.gvr.Resource, o.gvr.Group, o.ns, o.name)
-}
+// objRef names one cluster object (agentenv.Ref).
+type objRef = agentenv.Ref
 
 // path is the object's URL path, as the write log keys it.
-func (o objRef) path() string {
-	p := "/apis/" + o.gvr.Group + "/" + o.gvr.Version
-	if o.ns != "" {
-		p += "/namespaces/" + o.ns
+func path(o objRef) string {
+	p := "/apis/" + o.GVR.Group + "/" + o.GVR.Version
+	if o.Namespace != "" {
+		p += "/namespaces/" + o.Namespace
 	}
-	return p + "/" + o.gvr.Resource + "/" + o.name
+	return p + "/" + o.GVR.Resource + "/" + o.Name
 }
 
 // ---- a watch on the three kinds ----------------------------------------
@@ -201,7 +192,7 @@ func (r *recorder) errorf(format string, args ...interface{}) {
 }
 
 func (r *recorder) add(gvr schema.GroupVersionResource, typ watch.EventType, u *unstructured.Unstructured) {
-	o := observed{at: time.Now(), typ: typ, obj: objRef{gvr, u.GetNamespace(), u.GetName()}, rv: u.GetResourceVersion(), env: kit.AgentEnv(u)}
+	o := observed{at: time.Now(), typ: typ, obj: objRef{GVR: gvr, Namespace: u.GetNamespace(), Name: u.GetName()}, rv: u.GetResourceVersion(), env: kit.AgentEnv(u)}
 	var newest metav1.Time
 	for _, mf := range u.GetManagedFields() {
 		if mf.Time != nil && !mf.Time.Before(&newest) {
@@ -445,13 +436,13 @@ func (h *harness) cleanup() {
 // for it).
 func (h *harness) owns(o objRef) bool {
 	switch {
-	case o.ns == h.ns:
+	case o.Namespace == h.ns:
 		return true
-	case o.ns == rancher.FleetLocalNamespace:
-		return h.local && o.name == "local"
-	case o.ns == "" && o.gvr == mgmtGVR:
+	case o.Namespace == rancher.FleetLocalNamespace:
+		return h.local && o.Name == "local"
+	case o.Namespace == "" && o.GVR == mgmtGVR:
 		for _, n := range h.mgmts {
-			if n == o.name {
+			if n == o.Name {
 				return true
 			}
 		}
@@ -460,16 +451,16 @@ func (h *harness) owns(o objRef) bool {
 }
 
 func (h *harness) res(o objRef) dynamic.ResourceInterface {
-	if o.ns == "" {
-		return h.dyn.Resource(o.gvr)
+	if o.Namespace == "" {
+		return h.dyn.Resource(o.GVR)
 	}
-	return h.dyn.Resource(o.gvr).Namespace(o.ns)
+	return h.dyn.Resource(o.GVR).Namespace(o.Namespace)
 }
 
 // get returns the object, or nil when it does not exist.
 func (h *harness) get(o objRef) *unstructured.Unstructured {
 	h.t.Helper()
-	u, err := h.res(o).Get(context.Background(), o.name, metav1.GetOptions{})
+	u, err := h.res(o).Get(context.Background(), o.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	} else if err != nil {
@@ -496,7 +487,7 @@ func (h *harness) create(gvr schema.GroupVersionResource, u *unstructured.Unstru
 func (h *harness) patch(o objRef, p map[string]interface{}) {
 	h.t.Helper()
 	b, _ := json.Marshal(p)
-	if _, err := h.res(o).Patch(context.Background(), o.name, types.MergePatchType, b, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+	if _, err := h.res(o).Patch(context.Background(), o.Name, types.MergePatchType, b, metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
 		h.t.Fatalf("patch %s: %v", o, err)
 	}
 }
@@ -561,18 +552,18 @@ func (h *harness) createClusters(kinds ...string) []*cluster {
 			h.local = true
 			h.create(mgmtGVR, kit.ManagementCluster("local", append(withCustom,
 				kit.WithSpec(map[string]interface{}{"internal": true, "displayName": "local"}))...))
-			m := objRef{mgmtGVR, "", "local"}
-			p := objRef{provGVR, rancher.FleetLocalNamespace, "local"}
+			m := objRef{GVR: mgmtGVR, Namespace: "", Name: "local"}
+			p := objRef{GVR: provGVR, Namespace: rancher.FleetLocalNamespace, Name: "local"}
 			c.mgmt, c.prov, c.source = &m, &p, m
-			c.fleet = objRef{fleetGVR, rancher.FleetLocalNamespace, "local"}
+			c.fleet = objRef{GVR: fleetGVR, Namespace: rancher.FleetLocalNamespace, Name: "local"}
 		case "legacy":
 			name := framework.LegacyClusterName(h.t)
 			h.create(mgmtGVR, kit.ManagementCluster(name, append(withCustom,
 				kit.WithSpec(map[string]interface{}{"displayName": "legacy-eks", "fleetWorkspaceName": h.ns}))...))
-			m := objRef{mgmtGVR, "", name}
-			p := objRef{provGVR, h.ns, name}
+			m := objRef{GVR: mgmtGVR, Namespace: "", Name: name}
+			p := objRef{GVR: provGVR, Namespace: h.ns, Name: name}
 			c.mgmt, c.prov, c.source = &m, &p, m
-			c.fleet = objRef{fleetGVR, h.ns, name}
+			c.fleet = objRef{GVR: fleetGVR, Namespace: h.ns, Name: name}
 		case "imported", "provisioned":
 			opts := withCustom
 			if k == "provisioned" {
@@ -583,9 +574,9 @@ func (h *harness) createClusters(kinds ...string) []*cluster {
 				}
 			}
 			h.create(provGVR, kit.ProvisioningCluster(h.ns, k, opts...))
-			p := objRef{provGVR, h.ns, k}
+			p := objRef{GVR: provGVR, Namespace: h.ns, Name: k}
 			c.prov, c.source = &p, p
-			c.fleet = objRef{fleetGVR, h.ns, k}
+			c.fleet = objRef{GVR: fleetGVR, Namespace: h.ns, Name: k}
 			var mname string
 			framework.Eventually(h.t, "status.clusterName of "+p.String(), func() bool {
 				if u := h.get(p); u != nil {
@@ -594,7 +585,7 @@ func (h *harness) createClusters(kinds ...string) []*cluster {
 				return mname != ""
 			})
 			h.mgmts = append(h.mgmts, mname)
-			m := objRef{mgmtGVR, "", mname}
+			m := objRef{GVR: mgmtGVR, Namespace: "", Name: mname}
 			c.mgmt = &m
 			if k == "imported" && h.rv.ImportedSourceIsManagement() {
 				c.source = m
@@ -602,7 +593,7 @@ func (h *harness) createClusters(kinds ...string) []*cluster {
 		case "standalone":
 			custom = kit.FleetAgentCustomization()
 			h.create(fleetGVR, kit.FleetCluster(h.ns, "standalone", kit.WithSpec(custom), kit.WithEnv(kit.Env(c.before...)...)))
-			c.fleet = objRef{fleetGVR, h.ns, "standalone"}
+			c.fleet = objRef{GVR: fleetGVR, Namespace: h.ns, Name: "standalone"}
 			c.source = c.fleet
 		}
 		c.custom = custom

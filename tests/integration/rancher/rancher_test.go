@@ -114,7 +114,7 @@ func stepConverges(t *testing.T, h *harness, cs []*cluster) {
 	// Rancher generates.
 	sources := map[string]bool{}
 	for _, c := range cs {
-		sources[c.source.path()] = true
+		sources[path(c.source)] = true
 	}
 	for p, n := range h.writes.AcceptedByPath() {
 		if !sources[p] {
@@ -181,10 +181,10 @@ func stepGlobalChange(t *testing.T, h *harness, cs []*cluster) {
 	}
 	d := delta(lw, h.writes.AcceptedByPath())
 	for _, c := range cs {
-		if n := d[c.source.path()]; n != want {
+		if n := d[path(c.source)]; n != want {
 			t.Errorf("%s (%s): %d writes by leasetune for one global change, want %d", c.source, c.kind, n, want)
 		}
-		delete(d, c.source.path())
+		delete(d, path(c.source))
 		if n := h.rec.envChanges(c.fleet, mark); n != want {
 			t.Errorf("%s (%s): spec.agentEnvVars changed %d times (agent redeploys) for one global change, want %d:%s",
 				c.fleet, c.kind, n, want, h.rec.describe(h.rec.since(mark, func(o objRef) bool { return o == c.fleet })))
@@ -258,10 +258,10 @@ func stepOverrides(t *testing.T, h *harness, cs []*cluster) {
 	h.converge("after the overrides", cs)
 	d := delta(lw, h.writes.AcceptedByPath())
 	for _, c := range set {
-		if n := d[c.source.path()]; n != 1 {
+		if n := d[path(c.source)]; n != 1 {
 			t.Errorf("%s: %d writes by leasetune for its override, want 1", c.source, n)
 		}
-		delete(d, c.source.path())
+		delete(d, path(c.source))
 		if n := h.rec.envChanges(c.fleet, mark); n != 1 {
 			t.Errorf("%s: env changed %d times for one override, want 1", c.fleet, n)
 		}
@@ -280,7 +280,7 @@ func stepOverrides(t *testing.T, h *harness, cs []*cluster) {
 		for _, c := range set {
 			for _, o := range []objRef{*c.mgmt, c.fleet, *c.prov} {
 				for _, r := range warningReasons {
-					if ev := cp.Events(t, o.ns, o.name, r); len(ev) > 0 {
+					if ev := cp.Events(t, o.Namespace, o.Name, r); len(ev) > 0 {
 						warned = fmt.Sprintf("Warning Event %s on %s: %v", r, o, ev)
 						return false
 					}
@@ -308,10 +308,10 @@ func TestV211ImportedWritesManagement(t *testing.T) {
 	}
 	h.converge("imported cluster on v2.11.3", cs)
 	w := h.writes.AcceptedByPath()
-	if n := w[c.mgmt.path()]; n != 1 {
+	if n := w[path(*c.mgmt)]; n != 1 {
 		t.Errorf("%s: %d writes by leasetune, want 1", *c.mgmt, n)
 	}
-	if n := w[c.prov.path()]; n != 0 {
+	if n := w[path(*c.prov)]; n != 0 {
 		t.Errorf("%s: %d writes by leasetune: on v2.11+ Rancher no longer reads it for imported clusters", *c.prov, n)
 	}
 	if got := kit.AgentEnv(h.get(*c.prov)); !slices.Equal(got, userEnv) {

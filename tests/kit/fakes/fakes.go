@@ -1,7 +1,7 @@
 // Package fakes holds the test doubles of the interfaces through which a
 // controller reads what other parts of the project decide: the triples in
 // effect (settings.Triples, the Provider's) and the Fleet agent channel
-// (the Channels of pkg/controllers/fleetsettings). Unit tests and
+// (fleet.ChannelSource). Unit tests and
 // integration tests share them. It is a package of its own, not part of
 // tests/kit, because it imports pkg/settings, whose own tests import kit.
 package fakes
@@ -73,11 +73,11 @@ func (s *Triples) Set(c settings.Component, t election.Timings) {
 }
 
 // Channel is a Fleet agent channel that never changes (it implements
-// fleetsettings.Channels); the empty Channel is one not detected (yet).
+// fleet.ChannelSource); the empty Channel is one not detected (yet).
 type Channel fleet.AgentChannel
 
-// Channel implements fleetsettings.Channels.
+// Channel implements fleet.ChannelSource.
 func (c Channel) Channel() (fleet.AgentChannel, bool) { return fleet.AgentChannel(c), c != "" }
 
-// OnChannelChange implements fleetsettings.Channels: it never changes.
+// OnChannelChange implements fleet.ChannelSource: it never changes.
 func (c Channel) OnChannelChange(func()) {}

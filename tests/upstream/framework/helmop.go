@@ -58,7 +58,9 @@ import (
 //
 // What it does not do: the operation's logs (Rancher reads them through
 // the kubelet: operation.go proxyLogRequest) are not served; Run's output
-// keeps them for the test.
+// keeps them for the test. Only paths under /home/shell/helm are mapped:
+// the upgrade of an App migrated from Rancher's v1 apps (renderArgs with
+// /home/shell/helm-run and kustomize.sh as post-renderer) is not run.
 type HelmOperations struct {
 	cs     kubernetes.Interface
 	cfg    *rest.Config
@@ -66,11 +68,12 @@ type HelmOperations struct {
 	dir    string
 	cancel context.CancelFunc
 
-	mu   sync.Mutex
-	seen map[string]bool
-	runs []HelmRun
-	errs []string
-	wg   sync.WaitGroup
+	mu      sync.Mutex
+	stopped bool
+	seen    map[string]bool
+	runs    []HelmRun
+	errs    []string
+	wg      sync.WaitGroup
 }
 
 // HelmRun is one helm operation Pod the double ran.
@@ -109,7 +112,7 @@ func StartHelmOperations(cfg *rest.Config, namespace, helm, dir string) (*HelmOp
 			return
 		}
 		h.mu.Lock()
-		if h.seen[p.Name] {
+		if h.stopped || h.seen[p.Name] {
 			h.mu.Unlock()
 			return
 		}
@@ -152,6 +155,9 @@ func isHelmOperation(p *corev1.Pod) bool {
 
 // Stop stops the double after the operations under way.
 func (h *HelmOperations) Stop() {
+	h.mu.Lock()
+	h.stopped = true // no operation starts after this
+	h.mu.Unlock()
 	h.cancel()
 	h.wg.Wait()
 }
@@ -337,10 +343,15 @@ func (h *HelmOperations) operate(ctx context.Context, p *corev1.Pod) (HelmRun, e
 		err = cmd.Run()
 		cancel()
 		if err != nil {
-			run.Output, run.ExitCode = out.String(), 123 // xargs: the command exited 1–125
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) {
 				return run, err
+			}
+			// xargs exits 123 when the command exited 1–125 and 125 when a
+			// signal killed it (here: the 5-minute limit).
+			run.Output, run.ExitCode = out.String(), 123
+			if ee.ExitCode() < 0 {
+				run.ExitCode = 125
 			}
 			return run, nil
 		}

@@ -38,13 +38,14 @@ func FreeAddr() (string, error) {
 		if handed[p-1] || handed[p] || handed[p+1] { // no two neighbours: Rancher also binds the next port
 			continue
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		// Free on every address: Rancher binds its ports on all of them.
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
 		if err != nil {
 			continue
 		}
 		l.Close()
 		handed[p] = true
-		return l.Addr().String(), nil
+		return "127.0.0.1:" + strconv.Itoa(p), nil
 	}
 	return "", errors.New("no free port below the ephemeral range after 500 tries")
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -181,6 +182,30 @@ func Test11AppsInstallAndUpgrade(t *testing.T) {
 	})
 
 	suiteValues := releaseValues(t)
+	// Whatever fails below, the installation ends with leasetune installed
+	// (the suite's values), for any case after this one.
+	t.Cleanup(func() {
+		if _, _, ok := releaseInfo(t); ok {
+			return
+		}
+		b, err := yaml.Marshal(suiteValues)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		values := filepath.Join(t.TempDir(), "suite-values.yaml")
+		if err := os.WriteFile(values, b, 0o644); err != nil {
+			t.Error(err)
+			return
+		}
+		if err := in.Helm.Install("leasetune", chartDir, framework.LeasetuneNamespace, false, []string{values}); err != nil {
+			t.Errorf("leasetune installed again after the case: %v", err)
+			return
+		}
+		if err := in.Kubelet.WaitRunning(context.Background(), framework.LeasetuneNamespace, "leasetune"); err != nil {
+			t.Errorf("leasetune installed again after the case: %v", err)
+		}
+	})
 	rollouts := in.Kubelet.AllRollouts()
 	leasetuneKey := framework.LeasetuneNamespace + "/leasetune"
 

@@ -1,0 +1,102 @@
+// Package fleetchannel detects how the running Fleet gives its agents their
+// leader-election timings (the agent channel, fleet.DetectChannel, from the
+// fleet-controller Deployment), records it in leasetune's ConfigMap
+// (fleetenv.ChannelConfigMapName) so that a restart or a new leader starts
+// from it, and offers it to the controllers that write by it
+// (fleet.ChannelSource).
+// The flag --fleet-agent-channel replaces detection.
+//
+// Its sync has the project's controller shape: gather (the Deployment from
+// the cache, the channel recorded), decide (fleet.DetectChannel, pure), one
+// write (the ConfigMap, only when the channel changes), then report (log,
+// metrics, the listeners).
+package fleetchannel
+
+import (
+	"context"
+	"log/slog"
+
+	appscontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/apps/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"leasetune.io/leasetune/pkg/fieldmanager"
+	"leasetune.io/leasetune/pkg/fleet"
+)
+
+// Options configures Register.
+type Options struct {
+	// Namespace is the Fleet system namespace (cattle-fleet-system).
+	Namespace string
+	// StateNamespace is the project's own namespace, where the channel is
+	// recorded.
+	StateNamespace string
+	// Override, when set, replaces detection (--fleet-agent-channel).
+	Override fleet.AgentChannel
+	// Deployments is a wrangler controller whose informer watches
+	// Namespace. Register this controller before any that writes the
+	// fleet-controller Deployment on the same controller: its handlers run
+	// in registration order (lasso v0.0.0-20230629200414
+	// pkg/controller/sharedhandler.go OnChange), so the channel is detected
+	// from each version of the Deployment before leasetune's own write
+	// changes its managed fields.
+	Deployments appscontrollers.DeploymentController
+	// Client writes the record.
+	Client kubernetes.Interface
+	// Log receives structured logs; slog.Default() when nil.
+	Log *slog.Logger
+}
+
+// Controller detects and records the Fleet agent channel. It implements
+// fleet.ChannelSource.
+type Controller struct {
+	*record
+	namespace string
+	log       *slog.Logger
+}
+
+// Register loads the recorded channel and registers the handler; start the
+// factory of opts.Deployments afterwards.
+func Register(ctx context.Context, opts Options) (*Controller, error) {
+	c := New(opts)
+	if err := c.load(ctx); err != nil {
+		return nil, err
+	}
+	if ch, ok := c.Channel(); ok {
+		setChannelMetric(ch)
+		c.log.Info("fleet agent channel", "channel", ch, "override", opts.Override != "")
+	}
+	opts.Deployments.OnChange(ctx, "leasetune-fleet-channel", func(_ string, d *appsv1.Deployment) (*appsv1.Deployment, error) {
+		return d, c.Sync(ctx, d)
+	})
+	return c, nil
+}
+
+// New returns the controller without loading the record or registering a
+// handler (for tests).
+func New(opts Options) *Controller {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	return &Controller{
+		record:    &record{client: opts.Client.CoreV1(), namespace: opts.StateNamespace, override: opts.Override},
+		namespace: opts.Namespace,
+		log:       opts.Log.With("controller", "fleetchannel"),
+	}
+}
+
+// Sync detects the channel from the fleet-controller Deployment d and
+// records it when it changed.
+func (c *Controller) Sync(ctx context.Context, d *appsv1.Deployment) error {
+	if d == nil || d.Namespace != c.namespace || d.Name != fleet.ControllerDeployment {
+		return nil
+	}
+	det := fleet.DetectChannel(d, fieldmanager.Leasetune, c.recorded())
+	changed, err := c.set(ctx, det)
+	if changed {
+		ch, evidence, _ := c.Evidence()
+		c.log.Info("fleet agent channel detected", "channel", ch, "evidence", evidence,
+			"certain", det.Certain, "override", c.override)
+	}
+	return err
+}
