@@ -264,9 +264,12 @@ func Start(opts Options) (_ *Installation, err error) {
 					}
 					in.Admin = a
 				}
-				// A token just made may not be accepted at once (seen beside
-				// v2.15.0: a 401 right after the login): wait until it is.
+				// A token made while Rancher starts can stay unusable: beside
+				// v2.15.0 steve then acts as "system:cattle:error" (403, the
+				// kube-apiserver's audit log) or answers 401. Log in again
+				// until a token reads a Setting.
 				if code, _, err := in.Admin.Do(ctx, http.MethodGet, "/v1/management.cattle.io.settings/server-url", nil); err != nil || code != http.StatusOK {
+					in.Admin = nil
 					return false, nil
 				}
 				for _, n := range []string{"server-url", "cacerts", "agent-tls-mode", "system-default-registry"} {

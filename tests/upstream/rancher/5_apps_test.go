@@ -105,6 +105,49 @@ func shown(v interface{}) string {
 	}
 }
 
+// chartRepo serves the repository's chart as a Helm repository on
+// loopback (helm package, at each of versions or at its own version, and
+// helm repo index) and adds it as ClusterRepo name through Rancher's API as
+// the admin (Apps → Repositories → Create); it returns the ClusterRepo's
+// steve path. Both go at the end of the test.
+func chartRepo(t *testing.T, name string, versions ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(srv.Close)
+	chartDir, err := framework.LeasetuneChart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(versions) == 0 {
+		versions = []string{""}
+	}
+	for _, v := range versions {
+		args := []string{"package", chartDir, "--destination", dir}
+		if v != "" {
+			args = append(args, "--version", v)
+		}
+		if _, err := in.Helm.Run(args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := in.Helm.Run("repo", "index", dir, "--url", srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	repo := map[string]interface{}{
+		"type":     "catalog.cattle.io.clusterrepo",
+		"metadata": map[string]interface{}{"name": name},
+		"spec":     map[string]interface{}{"url": srv.URL},
+	}
+	if code, body, err := in.Admin.Do(context.Background(), http.MethodPost, "/v1/catalog.cattle.io.clusterrepos", repo); err != nil || code != http.StatusCreated {
+		t.Fatalf("POST a ClusterRepo: %d %v %s", code, err, body)
+	}
+	t.Cleanup(func() {
+		_, _, _ = in.Admin.Do(context.Background(), http.MethodDelete, "/v1/catalog.cattle.io.clusterrepos/"+name, nil)
+	})
+	return "/v1/catalog.cattle.io.clusterrepos/" + name
+}
+
 // Test09AppsPage is the chart in Rancher's Apps: the packaged chart served
 // as a Helm repository (index.yaml and the .tgz, as `helm package` and
 // `helm repo index` make them) over HTTP, added as a ClusterRepo through
@@ -125,10 +168,9 @@ func shown(v interface{}) string {
 // as the installation did, which Rancher lists as an App), so the wizard
 // is the edit of that release (name and namespace its own, not shown) and
 // the form shows the release's values: what an operator changing a
-// setting there sees. Nothing is installed or upgraded.
+// setting there sees. Nothing is installed or upgraded here (case 11).
 func Test09AppsPage(t *testing.T) {
 	framework.Need(t, in)
-	ctx := context.Background()
 	const repoName = "leasetune-test-charts"
 	var chart struct {
 		Name, Version string
@@ -137,33 +179,7 @@ func Test09AppsPage(t *testing.T) {
 	chartFile(t, "Chart.yaml", &chart)
 	display := chart.Annotations["catalog.cattle.io/display-name"]
 
-	// The repository: helm package and helm repo index, served on loopback.
-	dir := t.TempDir()
-	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
-	t.Cleanup(srv.Close)
-	chartDir, err := framework.LeasetuneChart()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := in.Helm.Run("package", chartDir, "--destination", dir); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := in.Helm.Run("repo", "index", dir, "--url", srv.URL); err != nil {
-		t.Fatal(err)
-	}
-
-	repo := map[string]interface{}{
-		"type":     "catalog.cattle.io.clusterrepo",
-		"metadata": map[string]interface{}{"name": repoName},
-		"spec":     map[string]interface{}{"url": srv.URL},
-	}
-	if code, body, err := in.Admin.Do(ctx, http.MethodPost, "/v1/catalog.cattle.io.clusterrepos", repo); err != nil || code != http.StatusCreated {
-		t.Fatalf("POST a ClusterRepo: %d %v %s", code, err, body)
-	}
-	t.Cleanup(func() {
-		_, _, _ = in.Admin.Do(context.Background(), http.MethodDelete, "/v1/catalog.cattle.io.clusterrepos/"+repoName, nil)
-	})
-	reposPath := "/v1/catalog.cattle.io.clusterrepos/" + repoName
+	reposPath := chartRepo(t, repoName)
 	var last string
 	framework.Within(t, 3*time.Minute, "Rancher downloads the repository's index (condition Downloaded)", func() bool {
 		var r struct {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -144,37 +143,16 @@ func Test11AppsInstallAndUpgrade(t *testing.T) {
 	chartFile(t, "Chart.yaml", &chart)
 	previous := previousVersion(t, chart.Version)
 	const repoName = "leasetune-install-charts"
-	dir := t.TempDir()
-	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
-	t.Cleanup(srv.Close)
+	reposPath := chartRepo(t, repoName, previous, chart.Version)
 	chartDir, err := framework.LeasetuneChart()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []string{previous, chart.Version} {
-		if _, err := in.Helm.Run("package", chartDir, "--version", v, "--destination", dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := in.Helm.Run("repo", "index", dir, "--url", srv.URL); err != nil {
-		t.Fatal(err)
-	}
-	repo := map[string]interface{}{
-		"type":     "catalog.cattle.io.clusterrepo",
-		"metadata": map[string]interface{}{"name": repoName},
-		"spec":     map[string]interface{}{"url": srv.URL},
-	}
-	if code, body, err := in.Admin.Do(ctx, http.MethodPost, "/v1/catalog.cattle.io.clusterrepos", repo); err != nil || code != http.StatusCreated {
-		t.Fatalf("POST a ClusterRepo: %d %v %s", code, err, body)
-	}
-	t.Cleanup(func() {
-		_, _, _ = in.Admin.Do(context.Background(), http.MethodDelete, "/v1/catalog.cattle.io.clusterrepos/"+repoName, nil)
-	})
 	framework.Within(t, 3*time.Minute, "Rancher lists both versions", func() bool {
 		var ix struct {
 			Entries map[string][]struct{ Version string }
 		}
-		code, body, err := in.Admin.Do(ctx, http.MethodGet, "/v1/catalog.cattle.io.clusterrepos/"+repoName+"?link=index", nil)
+		code, body, err := in.Admin.Do(ctx, http.MethodGet, reposPath+"?link=index", nil)
 		if err != nil || code != http.StatusOK || json.Unmarshal(body, &ix) != nil {
 			return false
 		}

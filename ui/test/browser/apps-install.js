@@ -20,6 +20,7 @@
 // (JSON: [[regular expression, replacement], …] applied to the values'
 // YAML).
 const { base, squash, helpers, run } = require('./session');
+const { showTab, readTabs } = require('./questions');
 
 const repo = process.env.LT_REPO;
 const chart = process.env.LT_CHART;
@@ -41,23 +42,22 @@ async function clickButton(page, root, label) {
 // showRow selects the tab that holds the question's row and returns the
 // row's selector.
 async function showRow(page, variable) {
-  const sel = await page.evaluate((v) => {
+  const { sel, panel } = await page.evaluate((v) => {
     const row = [...document.querySelectorAll('.step__values__content [data-testid*="-row-"]')].find((r) => r.dataset.testid.split(/-row-(.*)/s)[1] === v);
 
     if (!row) {
-      return '';
+      return { sel: '', panel: '' };
     }
     const panel = row.closest('section[role="tabpanel"]');
 
-    if (panel && panel.getAttribute('aria-hidden') !== 'false') {
-      [...document.querySelectorAll('.step__values__content ul[role="tablist"] li a')].find((a) => a.getAttribute('aria-controls') === panel.id).click();
-    }
-
-    return `[data-testid="${ row.dataset.testid }"]`;
+    return { sel: `[data-testid="${ row.dataset.testid }"]`, panel: panel && panel.getAttribute('aria-hidden') !== 'false' ? panel.id : '' };
   }, variable);
 
   if (!sel) {
     throw new Error(`the form has no question ${ variable }`);
+  }
+  if (panel) {
+    await showTab(page, panel);
   }
   await page.waitForFunction((s) => {
     const r = document.querySelector(s);
@@ -93,36 +93,9 @@ async function answer(page, variable, value) {
   await page.type(input, String(value));
 }
 
-// readRows reads every question's value the form shows, in every tab.
+// readRows is every question's value the form shows, by variable.
 async function readRows(page) {
-  const rows = {};
-  const tabNames = await page.$$eval('.step__values__content ul[role="tablist"] li a', (as) => as.map((a) => a.getAttribute('aria-controls')));
-
-  for (const name of tabNames) {
-    await page.evaluate((n) => [...document.querySelectorAll('.step__values__content ul[role="tablist"] li a')].find((a) => a.getAttribute('aria-controls') === n).click(), name);
-    await page.waitForFunction((n) => [...document.querySelectorAll('.step__values__content section[role="tabpanel"]')]
-      .some((s) => s.id === n && s.getAttribute('aria-hidden') === 'false'), {}, name);
-    Object.assign(rows, await page.evaluate((n) => {
-      const panel = [...document.querySelectorAll('.step__values__content section[role="tabpanel"]')].find((s) => s.id === n);
-      const out = {};
-
-      [...panel.querySelectorAll('[data-testid*="-row-"]')].forEach((r) => {
-        const [type, variable] = r.dataset.testid.split(/-row-(.*)/s);
-        const box = r.querySelector('input[type="checkbox"], [aria-checked]');
-        const input = r.querySelector('input:not([type="checkbox"]), textarea');
-        let value = input ? input.value : '';
-
-        if (type === 'boolean' && box) {
-          value = String(box.type === 'checkbox' ? box.checked : box.getAttribute('aria-checked') === 'true');
-        }
-        out[variable] = value;
-      });
-
-      return out;
-    }, name));
-  }
-
-  return rows;
+  return Object.fromEntries((await readTabs(page)).flatMap((t) => t.rows.map((r) => [r.variable, r.value])));
 }
 
 run(async(page, result, shot) => {

@@ -20,6 +20,7 @@
 const {
   base, squash, helpers, run
 } = require('./session');
+const { readTabs } = require('./questions');
 
 const chartName = process.env.LT_CHART;
 
@@ -79,35 +80,7 @@ async function readForm(page, result, shot) {
   }
   await next.click();
   await page.waitForSelector('.step__values__content [data-testid*="-row-"]', { timeout: 60000 });
-  result.tabs = [];
-  const tabNames = await page.$$eval('.step__values__content ul[role="tablist"] li a', (as) => as.map((a) => a.getAttribute('aria-controls')));
-
-  for (const name of tabNames) {
-    await page.evaluate((n) => [...document.querySelectorAll('.step__values__content ul[role="tablist"] li a')].find((a) => a.getAttribute('aria-controls') === n).click(), name);
-    await page.waitForFunction((n) => [...document.querySelectorAll('.step__values__content section[role="tabpanel"]')]
-      .some((s) => s.id === n && s.getAttribute('aria-hidden') === 'false'), {}, name);
-    const rows = await page.evaluate((n) => {
-      const panel = [...document.querySelectorAll('.step__values__content section[role="tabpanel"]')].find((s) => s.id === n);
-
-      return [...panel.querySelectorAll('[data-testid*="-row-"]')].map((r) => {
-        const [type, variable] = r.dataset.testid.split(/-row-(.*)/s);
-        const box = r.querySelector('input[type="checkbox"], [aria-checked]');
-        const input = r.querySelector('input:not([type="checkbox"]), textarea');
-        let value = input ? input.value : '';
-
-        if (type === 'boolean' && box) {
-          value = String(box.type === 'checkbox' ? box.checked : box.getAttribute('aria-checked') === 'true');
-        }
-
-        return {
-          type, variable, text: r.innerText.replace(/\s+/g, ' ').trim(), value
-        };
-      });
-    }, name);
-
-    result.tabs.push({ name, rows });
-    await shot(`5-values-${ result.tabs.length }`, true);
-  }
+  result.tabs = await readTabs(page, (n) => shot(`5-values-${ n }`, true));
   step('read the questions form');
 }
 

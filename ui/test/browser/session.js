@@ -1,6 +1,7 @@
 // What the scripts that drive Rancher's real dashboard share
 // (tests/upstream/rancher: rancher.js for leasetune's page, apps.js for the
-// chart's install form): Debian's chromium through puppeteer-core, every
+// chart's install form, apps-install.js for an install and an upgrade;
+// questions.js reads the form): Debian's chromium through puppeteer-core, every
 // request intercepted (./intercept.js), Rancher's own login page, a
 // screenshot per step, and one JSON object on stdout with what was seen,
 // which the Go test judges.
