@@ -214,10 +214,9 @@ func (c *Controller) EnqueueAll() {
 // the verdict on a change of the agent triple.
 type gathered struct {
 	in fleetenv.Inputs
-	// judged is true when CheckAgentTriple judged a change of the agent
-	// triple from cur to in.Agent; refusal is its error (the change is then
-	// left out: in.AgentOK false, the agents keep cur).
-	judged   bool
+	// cur is the agent triple on fleet-agentmanagement and next the one in
+	// effect when CheckAgentTriple judged a change; refusal is its error
+	// (the change is then left out: in.AgentOK false, the agents keep cur).
 	cur      election.Timings
 	next     election.Timings
 	refusal  error
@@ -239,7 +238,7 @@ func (c *Controller) gather(ctx context.Context) gathered {
 	// such change is judged, as the agentmanagement channel's.
 	if g.in.AgentOK && c.opts.CheckAgentTriple != nil {
 		if cur, ok := c.agentTripleInEffect(); ok && cur != g.in.Agent {
-			g.judged, g.cur, g.next = true, cur, g.in.Agent
+			g.cur, g.next = cur, g.in.Agent
 			if err := c.opts.CheckAgentTriple(ctx, cur, g.in.Agent, fleet.ChannelAgentManagement); err != nil {
 				g.in.AgentOK, g.refusal = false, err
 			}
