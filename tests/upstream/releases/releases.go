@@ -151,7 +151,8 @@ func (s Suite) SkipLine(c string) string {
 // rancherCases are the cases of tests/upstream/rancher.
 var rancherCases = []string{
 	"Test01Fleet", "Test02RancherStartRestoresTheSettings", "Test03SettingsAPI", "Test04RancherLock",
-	"Test05UIPlugin", "Test06ManagedClusters", "Test07DoubleAgrees", "Test08Dashboard", "Test09AppsPage", "Test10RancherWebhook"}
+	"Test05UIPlugin", "Test06ManagedClusters", "Test07DoubleAgrees", "Test08Dashboard", "Test09AppsPage", "Test10RancherWebhook",
+	"Test11AppsInstallAndUpgrade"}
 
 // Suites are the installations of tests/upstream. Dashboards
 // (rancher/dashboard shell/package.json at the Rancher tag): v2.12.12 is
