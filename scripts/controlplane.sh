@@ -21,7 +21,18 @@ source "$root/scripts/lib/cache.sh"
 # (the suite beside the real Rancher v2.12.12: its chart wants < 1.34),
 # LEASETUNE_KUBE=1.34 tools/controlplane-1.34 (the suites beside v2.13.8 and
 # v2.14.4).
+# LEASETUNE_KUBE_FLAVOUR=rke2 builds the same kube-apiserver reporting the
+# version RKE2 gives it (v1.36.3+rke2r1), into a folder of its own: the
+# downstream cluster of the suite beside Rancher, which Rancher's provider
+# detection then takes for RKE2 (rancher/kubernetes-provider-detector
+# providers/rke2.go: "+rke2" in the server's gitVersion).
 kube="${LEASETUNE_KUBE:-}"
+flavour="${LEASETUNE_KUBE_FLAVOUR:-}"
+case "$flavour" in
+  "") suffix= ;;
+  rke2) suffix=+rke2r1 ;;
+  *) echo "controlplane: LEASETUNE_KUBE_FLAVOUR=$flavour: want rke2 or nothing" >&2; exit 1 ;;
+esac
 [[ "$kube" == 1.36 ]] && kube= # the default's own version names it too
 tools="$root/tools/controlplane${kube:+-$kube}"
 [[ -f "$tools/go.mod" ]] || { echo "controlplane: no $tools/go.mod (LEASETUNE_KUBE=${LEASETUNE_KUBE:-})" >&2; exit 1; }
@@ -35,6 +46,7 @@ k8s_version="$(modver k8s.io/kubernetes '{{.Version}}')"              # e.g. v1.
 k8s_date="$(modver k8s.io/kubernetes '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}')"
 etcd_version="$(modver go.etcd.io/etcd/server/v3 '{{.Version}}')"      # e.g. v3.6.8
 
+k8s_version+="$suffix"
 out="$(leasetune_cache)/controlplane/k8s-${k8s_version}-etcd-${etcd_version}"
 node_bins=(kube-controller-manager kube-scheduler kubelet kube-proxy)
 have_all() {

@@ -75,6 +75,9 @@ type Options struct {
 	// APIServerArgs are more kube-apiserver flags (name without "--" →
 	// value).
 	APIServerArgs map[string]string
+	// Assets, when set, is the folder of the kube-apiserver and etcd to
+	// run instead of KUBEBUILDER_ASSETS's (see AssetsOf).
+	Assets string
 }
 
 // Start builds (if needed) and starts a control plane. It returns an error
@@ -82,6 +85,9 @@ type Options struct {
 // within the start timeout.
 func Start(opts Options) (*ControlPlane, error) {
 	assets, err := assetsDir()
+	if opts.Assets != "" {
+		assets, err = opts.Assets, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -352,11 +358,26 @@ func assetsDir() (string, error) {
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
 		return dir, nil
 	}
+	return AssetsOf("", "")
+}
+
+// AssetsOf runs scripts/controlplane.sh for Kubernetes kube (LEASETUNE_KUBE)
+// and flavour (LEASETUNE_KUBE_FLAVOUR), each "" for the environment's, and returns the
+// folder it prints last; it builds the binaries when the machine has none
+// (minutes).
+func AssetsOf(kube, flavour string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
 	cmd := exec.Command("bash", filepath.Join(root, "scripts", "controlplane.sh"))
+	cmd.Env = os.Environ()
+	if kube != "" {
+		cmd.Env = append(cmd.Env, "LEASETUNE_KUBE="+kube)
+	}
+	if flavour != "" {
+		cmd.Env = append(cmd.Env, "LEASETUNE_KUBE_FLAVOUR="+flavour)
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {

@@ -201,7 +201,7 @@ func (in *Installation) Calm(t testing.TB, quiet, limit time.Duration) {
 // only then: a quiet window can end before it does).
 func (in *Installation) pending(t testing.TB) []string {
 	t.Helper()
-	u, err := in.Dyn.Resource(electionStatusGVR).Get(context.Background(), electionstatus.Name, metav1.GetOptions{})
+	u, err := in.Dyn.Resource(ElectionStatuses).Get(context.Background(), electionstatus.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -263,8 +263,8 @@ func (in *Installation) agentBehind(t testing.TB) string {
 	return ""
 }
 
-// electionStatusGVR is leasetune's ElectionStatus kind.
-var electionStatusGVR = schema.GroupVersionResource{Group: electionstatus.APIGroup, Version: electionstatus.Version, Resource: electionstatus.Resource}
+// ElectionStatuses is leasetune's ElectionStatus kind.
+var ElectionStatuses = schema.GroupVersionResource{Group: electionstatus.APIGroup, Version: electionstatus.Version, Resource: electionstatus.Resource}
 
 // maxStatusWritesPerChange bounds leasetune's writes of its ElectionStatus
 // while a change propagates: the leader writes it only when what it says

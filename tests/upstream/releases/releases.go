@@ -152,7 +152,7 @@ func (s Suite) SkipLine(c string) string {
 var rancherCases = []string{
 	"Test01Fleet", "Test02RancherStartRestoresTheSettings", "Test03SettingsAPI", "Test04RancherLock",
 	"Test05UIPlugin", "Test06ManagedClusters", "Test07DoubleAgrees", "Test08Dashboard", "Test09AppsPage", "Test10RancherWebhook",
-	"Test11AppsInstallAndUpgrade"}
+	"Test11AppsInstallAndUpgrade", "Test12ImportedDay2OpsPlans"}
 
 // Suites are the installations of tests/upstream. Dashboards
 // (rancher/dashboard shell/package.json at the Rancher tag): v2.12.12 is
