@@ -151,17 +151,17 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 	if err != nil {
 		return err
 	}
-	// The channel first: its handler runs before fleetsettings' on each
+	// The channel is detected first in fleetsettings' handler, from each
 	// version of the fleet-controller Deployment.
-	fc, err := fleetchannel.Register(ctx, fleetchannel.Options{
+	fc, err := fleetchannel.Load(ctx, fleetchannel.Options{
 		Namespace: cfg.FleetNamespace, StateNamespace: cfg.Namespace, Override: cfg.ChannelOverride,
-		Deployments: af.Apps().V1().Deployment(), Client: cs, Log: log,
+		Client: cs, Log: log,
 	})
 	if err != nil {
 		return err
 	}
 	fleetsettings.Register(ctx, fleetsettings.Options{
-		Namespace: cfg.FleetNamespace, RancherNamespace: cfg.RancherNamespace, Channels: fc,
+		Namespace: cfg.FleetNamespace, RancherNamespace: cfg.RancherNamespace, Channels: fc, Detect: fc.Sync,
 		Deployments: af.Apps().V1().Deployment(), ConfigMaps: cf.Core().V1().ConfigMap(),
 		Client: cs, Triples: provider, Recorder: recorder, Log: log, CheckAgentTriple: judge, Agents: agentsOf(ix),
 	})

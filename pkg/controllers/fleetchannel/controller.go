@@ -16,7 +16,6 @@ import (
 	"context"
 	"log/slog"
 
-	appscontrollers "github.com/rancher/wrangler/v2/pkg/generated/controllers/apps/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -24,7 +23,7 @@ import (
 	"leasetune.io/leasetune/pkg/fleet"
 )
 
-// Options configures Register.
+// Options configures Load.
 type Options struct {
 	// Namespace is the Fleet system namespace (cattle-fleet-system).
 	Namespace string
@@ -33,14 +32,6 @@ type Options struct {
 	StateNamespace string
 	// Override, when set, replaces detection (--fleet-agent-channel).
 	Override fleet.AgentChannel
-	// Deployments is a wrangler controller whose informer watches
-	// Namespace. Register this controller before any that writes the
-	// fleet-controller Deployment on the same controller: its handlers run
-	// in registration order (lasso v0.0.0-20230629200414
-	// pkg/controller/sharedhandler.go OnChange), so the channel is detected
-	// from each version of the Deployment before leasetune's own write
-	// changes its managed fields.
-	Deployments appscontrollers.DeploymentController
 	// Client writes the record.
 	Client kubernetes.Interface
 	// Log receives structured logs; slog.Default() when nil.
@@ -55,9 +46,12 @@ type Controller struct {
 	log       *slog.Logger
 }
 
-// Register loads the recorded channel and registers the handler; start the
-// factory of opts.Deployments afterwards.
-func Register(ctx context.Context, opts Options) (*Controller, error) {
+// Load returns the controller with the recorded channel loaded. It
+// registers no handler: its Sync runs first in the handler of the
+// controller that writes the fleet-controller Deployment
+// (fleetsettings.Options.Detect), so that it sees each version of the
+// Deployment before leasetune's write changes its managed fields.
+func Load(ctx context.Context, opts Options) (*Controller, error) {
 	c := New(opts)
 	if err := c.load(ctx); err != nil {
 		return nil, err
@@ -66,14 +60,10 @@ func Register(ctx context.Context, opts Options) (*Controller, error) {
 		setChannelMetric(ch)
 		c.log.Info("fleet agent channel", "channel", ch, "override", opts.Override != "")
 	}
-	opts.Deployments.OnChange(ctx, "leasetune-fleet-channel", func(_ string, d *appsv1.Deployment) (*appsv1.Deployment, error) {
-		return d, c.Sync(ctx, d)
-	})
 	return c, nil
 }
 
-// New returns the controller without loading the record or registering a
-// handler (for tests).
+// New returns the controller without loading the record (for tests).
 func New(opts Options) *Controller {
 	if opts.Log == nil {
 		opts.Log = slog.Default()

@@ -3,6 +3,7 @@ package fleetsettings
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -34,9 +35,17 @@ type Options struct {
 	Namespace string
 	// RancherNamespace holds the ConfigMap rancher-config (cattle-system).
 	RancherNamespace string
-	// Channels gives the Fleet agent channel (pkg/controllers/fleetchannel,
-	// registered on Deployments before this controller).
+	// Channels gives the Fleet agent channel (pkg/controllers/fleetchannel).
 	Channels fleet.ChannelSource
+	// Detect, when set, runs first on each version of a Deployment, in this
+	// controller's handler, whatever it returns (the channel's detection,
+	// fleetchannel.Controller.Sync): it sees the Deployment before
+	// leasetune's write changes its managed fields. One handler, not two on
+	// one controller: lasso removes a handler when its context ends by
+	// shifting the slice a running worker reads (v0.0.0-20230629200414
+	// pkg/controller/sharedhandler.go Register and OnChange), a data race
+	// with two or more (found by the race detector at a shutdown).
+	Detect func(context.Context, *appsv1.Deployment) error
 
 	// Deployments is a wrangler controller whose informer watches Namespace.
 	Deployments appscontrollers.DeploymentController
@@ -96,7 +105,11 @@ func Register(ctx context.Context, opts Options) *Controller {
 	c.mu.Unlock()
 	setRefused(metrics.RefusedByAgents, false)
 	opts.Deployments.OnChange(ctx, "leasetune-fleet-env", func(key string, d *appsv1.Deployment) (*appsv1.Deployment, error) {
-		err := c.syncDeployment(ctx, d)
+		var detectErr error
+		if c.opts.Detect != nil {
+			detectErr = c.opts.Detect(ctx, d)
+		}
+		err := errors.Join(detectErr, c.syncDeployment(ctx, d))
 		if err == nil {
 			c.synced(key)
 		}

@@ -2,6 +2,7 @@ package fleetsettings
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -187,5 +188,46 @@ func TestRancherConfigOnePatch(t *testing.T) {
 	if !ok || p.GetPatchType() != types.MergePatchType || p.GetName() != fleetenv.RancherConfigName ||
 		!strings.Contains(string(p.GetPatch()), `"resourceVersion":"7"`) || !strings.Contains(string(p.GetPatch()), "retryPeriod: 5s") {
 		t.Fatalf("got %s %s %s, want a merge patch of rancher-config at resourceVersion 7 with retryPeriod 5s", acts[0].GetVerb(), p.GetPatchType(), p.GetPatch())
+	}
+}
+
+// TestOneHandlerDetectsFirst: Register puts one handler on the Deployment
+// controller (lasso races when a second one is removed at a context's end,
+// Options.Detect); it runs Detect on the Deployment before its own write,
+// and the write happens whatever Detect returns, its error reported.
+func TestOneHandlerDetectsFirst(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	cs := kfake.NewSimpleClientset()
+	deps := fake.NewMockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList](ctrl)
+	cms := fake.NewMockControllerInterface[*corev1.ConfigMap, *corev1.ConfigMapList](ctrl)
+	var handler func(string, *appsv1.Deployment) (*appsv1.Deployment, error)
+	deps.EXPECT().OnChange(gomock.Any(), "leasetune-fleet-env", gomock.Any()).Times(1).Do(
+		func(_ context.Context, _ string, h func(string, *appsv1.Deployment) (*appsv1.Deployment, error)) {
+			handler = h
+		})
+	cms.EXPECT().OnChange(gomock.Any(), "leasetune-rancher-config", gomock.Any()).Times(1)
+	var detected []int // the API calls made before each Detect
+	detectErr := errors.New("record write refused")
+	Register(context.Background(), Options{Namespace: "cattle-fleet-system", RancherNamespace: "cattle-system",
+		Channels: fakes.Channel(fleet.ChannelAgentManagement), Deployments: deps, ConfigMaps: cms, Client: cs,
+		Triples: fakes.FleetTriples(five, election.FleetDefaults), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Detect: func(context.Context, *appsv1.Deployment) error {
+			detected = append(detected, len(cs.Actions()))
+			return detectErr
+		}})
+	d := gitjob(fleetEnv)
+	if err := cs.Tracker().Add(d); err != nil {
+		t.Fatal(err)
+	}
+	cs.ClearActions()
+	_, err := handler("cattle-fleet-system/gitjob", d)
+	if !errors.Is(err, detectErr) {
+		t.Errorf("handler error %v, want Detect's", err)
+	}
+	if len(detected) != 1 || detected[0] != 0 {
+		t.Errorf("Detect ran %d times, after %v API calls; want once, before any", len(detected), detected)
+	}
+	if acts := cs.Actions(); len(acts) != 1 || acts[0].GetVerb() != "patch" {
+		t.Errorf("API calls %v, want the one patch despite Detect's error", acts)
 	}
 }

@@ -149,6 +149,16 @@ func Start(opts Options) (*ControlPlane, error) {
 	for k, v := range opts.APIServerArgs {
 		env.ControlPlane.APIServer.Configure().Set(k, v)
 	}
+	if opts.Assets != "" {
+		// envtest takes KUBEBUILDER_ASSETS over BinaryAssetsDirectory
+		// (controller-runtime pkg/internal/testing/process
+		// bin_path_finder.go); an explicit path over both.
+		if env.ControlPlane.APIServer == nil {
+			env.ControlPlane.APIServer = &envtest.APIServer{}
+		}
+		env.ControlPlane.APIServer.Path = filepath.Join(assets, "kube-apiserver")
+		env.ControlPlane.Etcd.Path = filepath.Join(assets, "etcd")
+	}
 
 	cfg, err := env.Start()
 	if err != nil {

@@ -35,14 +35,26 @@ import (
 // management Cluster's status and dials the downstream kube-apiserver
 // through the tunnel (pkg/dialer/factory.go clusterDialer).
 //
+// It keeps the second session the agent's steve keeps too (the steve
+// aggregation: pkg/agent/rancher/rancher.go setupSteveAggregation, url
+// <server>/v3/connect and the token "stv-cluster-"+token; rancher/steve
+// v0.9.18 pkg/aggregation/server.go: the header Authorization: Bearer
+// <token>, and every dial from Rancher served by an HTTP handler), through
+// which Rancher's clusterconnected check asks GET /ping and marks the
+// cluster Connected on a 200 (pkg/controllers/management/clusterconnected
+// hasSession). Its handler answers /ping and nothing else: steve's API of
+// the downstream is not served.
+//
 // The double dials only the downstream's address. What the real agent runs
-// besides the tunnel (rancher.Run: its steve, its controllers) it does not.
+// besides (its controllers) it does not.
 // remotedialer v0.4.1 (Go 1.20; Rancher v2.15.0's agent has v0.6.1, which
 // needs a Go newer than this module's): the wire protocol Rancher's server
 // accepts from agents of older releases.
 type ClusterTunnel struct {
 	cancel      context.CancelFunc
 	done        chan struct{}
+	steveDone   chan struct{}
+	pings       atomic.Int32
 	connections atomic.Int32
 	mu          sync.Mutex
 	up          bool
@@ -83,7 +95,8 @@ func StartClusterTunnel(serverURL string, serverCA []byte, token string, p Tunne
 	dialer := &websocket.Dialer{HandshakeTimeout: 10 * time.Second, TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 	allow := func(proto, address string) bool { return proto == "tcp" && address == p.Address }
 	ctx, cancel := context.WithCancel(context.Background())
-	ct := &ClusterTunnel{cancel: cancel, done: make(chan struct{})}
+	ct := &ClusterTunnel{cancel: cancel, done: make(chan struct{}), steveDone: make(chan struct{})}
+	go ct.steve(ctx, "wss://"+u.Host+"/v3/connect", http.Header{"Authorization": {"Bearer stv-cluster-" + token}}, dialer)
 	go func() {
 		defer close(ct.done)
 		for ctx.Err() == nil {
@@ -119,6 +132,73 @@ func (ct *ClusterTunnel) Up() bool {
 	return ct.up
 }
 
+// steve keeps the steve aggregation session: each dial from Rancher is a
+// connection to an HTTP handler that answers GET /ping with pong.
+func (ct *ClusterTunnel) steve(ctx context.Context, wsURL string, headers http.Header, dialer *websocket.Dialer) {
+	defer close(ct.steveDone)
+	l := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ping", func(w http.ResponseWriter, _ *http.Request) {
+		ct.pings.Add(1)
+		_, _ = w.Write([]byte("pong"))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	defer func() { _ = srv.Close() }()
+	all := func(string, string) bool { return true }
+	for ctx.Err() == nil {
+		_ = remotedialer.ConnectToProxyWithDialer(ctx, wsURL, headers, all, dialer, l.dial, nil)
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// Pings counts Rancher's GET /ping through the steve session.
+func (ct *ClusterTunnel) Pings() int { return int(ct.pings.Load()) }
+
+// pipeListener hands the server end of in-memory connections to an
+// http.Server.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "steve" }
+
 // Connections counts the connections Rancher accepted.
 func (ct *ClusterTunnel) Connections() int { return int(ct.connections.Load()) }
 
@@ -126,6 +206,7 @@ func (ct *ClusterTunnel) Connections() int { return int(ct.connections.Load()) }
 func (ct *ClusterTunnel) Stop() {
 	ct.cancel()
 	<-ct.done
+	<-ct.steveDone
 }
 
 // HostPort is the host:port of an https URL.

@@ -182,9 +182,14 @@ func importCluster(t *testing.T, d *framework.Downstream, name string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(tunnel.Stop)
-	framework.Within(t, 3*time.Minute, "Rancher connects to "+mgmt+" through the agent's tunnel", func() bool {
-		return tunnel.Connections() > 0
-	}, func() string { return fmt.Sprintf("tunnel up %v", tunnel.Up()) })
+	framework.Within(t, 3*time.Minute, "Rancher marks "+mgmt+" Connected and Ready through the agent's tunnel", func() bool {
+		u := ref{framework.ManagementClusters, "", mgmt}.get(t)
+		cs := strings.Join(conditionsOf(u), " ")
+		return tunnel.Connections() > 0 && strings.Contains(cs, "Connected=True") && strings.Contains(cs, "Ready=True")
+	}, func() string {
+		u := ref{framework.ManagementClusters, "", mgmt}.get(t)
+		return fmt.Sprintf("tunnel up %v, pings %d, conditions %v", tunnel.Up(), tunnel.Pings(), conditionsOf(u))
+	})
 	return mgmt
 }
 
