@@ -131,9 +131,13 @@ test-upstream: ## the suite beside the real Rancher and Fleet (the binaries from
 	  fi; \
 	  $(GO) build -o /dev/null ./cmd/leasetune && scripts/helm.sh >/dev/null || exit 1; \
 	  bins="$$(mktemp -d)"; trap 'rm -rf "$$bins"' EXIT; \
-	  echo "$$lines" | while read -r pkg kube suite shell; do \
+	  echo "$$lines" | while read -r pkg kube suite shell down; do \
 	    echo "test-upstream: $$pkg ($$suite): control plane v$$kube (LEASETUNE_KUBE=$$kube scripts/controlplane.sh: the Kubernetes its releases' charts accept) ..."; start=$$SECONDS; \
 	    assets="$$(LEASETUNE_KUBE=$$kube scripts/controlplane.sh)" || exit 1; echo "test-upstream: control plane in $$assets ($$((SECONDS - start))s)"; \
+	    if [ "$$down" != - ]; then \
+	      echo "test-upstream: $$pkg ($$suite): the downstream cluster's control plane ($$down: LEASETUNE_KUBE_FLAVOUR=$$down scripts/controlplane.sh) ..."; start=$$SECONDS; \
+	      LEASETUNE_KUBE=$$kube LEASETUNE_KUBE_FLAVOUR=$$down scripts/controlplane.sh >/dev/null || exit 1; echo "test-upstream: downstream control plane ready ($$((SECONDS - start))s)"; \
+	    fi; \
 	    bin="$$bins/$$(basename $$pkg).test"; $(GO) test -tags upstream -c -o "$$bin" $$pkg || exit 1; \
 	    echo "test-upstream: $$pkg ($$suite) in a network namespace of its own (each step prints a line with its duration) ..."; start=$$SECONDS; \
 	    if (cd $$pkg && LEASETUNE_UPSTREAM_SUITE="$$suite" KUBEBUILDER_ASSETS="$$assets" "$$OLDPWD/scripts/netns-run.sh" "$$bin" -test.count=1 -test.v -test.timeout=40m </dev/null); \

@@ -76,15 +76,15 @@ func start(t *testing.T, e env, triples settings.Triples, override fleet.AgentCh
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cp.Client.CoreV1().Events("")})
 	t.Cleanup(b.Shutdown)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ch, err := fleetchannel.Register(ctx, fleetchannel.Options{Namespace: e.fleetNS, StateNamespace: e.stateNS, Override: override,
-		Deployments: af.Apps().V1().Deployment(), Client: client, Log: log})
+	ch, err := fleetchannel.Load(ctx, fleetchannel.Options{Namespace: e.fleetNS, StateNamespace: e.stateNS, Override: override,
+		Client: client, Log: log})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	c := fleetsettings.Register(ctx, fleetsettings.Options{
 		Recorder:  b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "leasetune"}),
-		Namespace: e.fleetNS, RancherNamespace: e.rancherNS, Channels: ch,
+		Namespace: e.fleetNS, RancherNamespace: e.rancherNS, Channels: ch, Detect: ch.Sync,
 		Deployments: af.Apps().V1().Deployment(), ConfigMaps: cf.Core().V1().ConfigMap(),
 		Client: client, Triples: triples, Log: log,
 	})

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,18 +150,8 @@ func Start(opts Options) (*ControlPlane, error) {
 	for k, v := range opts.APIServerArgs {
 		env.ControlPlane.APIServer.Configure().Set(k, v)
 	}
-	if opts.Assets != "" {
-		// envtest takes KUBEBUILDER_ASSETS over BinaryAssetsDirectory
-		// (controller-runtime pkg/internal/testing/process
-		// bin_path_finder.go); an explicit path over both.
-		if env.ControlPlane.APIServer == nil {
-			env.ControlPlane.APIServer = &envtest.APIServer{}
-		}
-		env.ControlPlane.APIServer.Path = filepath.Join(assets, "kube-apiserver")
-		env.ControlPlane.Etcd.Path = filepath.Join(assets, "etcd")
-	}
 
-	cfg, err := env.Start()
+	cfg, err := startEnv(env, opts.Assets)
 	if err != nil {
 		_ = env.Stop()
 		return nil, fmt.Errorf("start control plane from %s: %w", assets, err)
@@ -177,6 +168,35 @@ func Start(opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	return &ControlPlane{env: env, Config: cfg, Client: cs, Dynamic: dyn}, nil
+}
+
+// startMu serializes the starts: startEnv sets process-wide variables.
+var startMu sync.Mutex
+
+// startEnv starts env, with the binaries of the folder assets when it is
+// set: envtest resolves each binary at Start from TEST_ASSET_<NAME>, then
+// KUBEBUILDER_ASSETS, then BinaryAssetsDirectory (controller-runtime
+// v0.16.6 pkg/envtest/server.go Start, pkg/internal/testing/process
+// bin_path_finder.go), so the first is set for the start.
+func startEnv(env *envtest.Environment, assets string) (*rest.Config, error) {
+	startMu.Lock()
+	defer startMu.Unlock()
+	if assets != "" {
+		for name, bin := range map[string]string{"TEST_ASSET_KUBE_APISERVER": "kube-apiserver", "TEST_ASSET_ETCD": "etcd", "TEST_ASSET_KUBECTL": "kubectl"} {
+			old, had := os.LookupEnv(name)
+			if err := os.Setenv(name, filepath.Join(assets, bin)); err != nil {
+				return nil, err
+			}
+			defer func() {
+				if had {
+					_ = os.Setenv(name, old)
+				} else {
+					_ = os.Unsetenv(name)
+				}
+			}()
+		}
+	}
+	return env.Start()
 }
 
 // Stop stops the control plane and removes its data.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/rancher/remotedialer"
+	"github.com/sirupsen/logrus"
 )
 
 // ClusterTunnel is a double of the tunnel a downstream cluster's
@@ -78,6 +79,9 @@ func StartClusterTunnel(serverURL string, serverCA []byte, token string, p Tunne
 	if err != nil {
 		return nil, err
 	}
+	// remotedialer logs each closed connection as a warning through
+	// logrus; only its errors are worth the test output.
+	logrus.SetLevel(logrus.ErrorLevel)
 	params, err := json.Marshal(map[string]interface{}{"cluster": map[string]interface{}{
 		"address": p.Address, "token": p.Token, "caCert": base64.StdEncoding.EncodeToString(p.CA),
 	}})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,11 +40,13 @@ type Downstream struct {
 	kubectl    string
 }
 
-// StartDownstream starts it for Kubernetes kube (LEASETUNE_KUBE), in dir.
+// StartDownstream starts it for Kubernetes kube (LEASETUNE_KUBE) and
+// flavour (LEASETUNE_KUBE_FLAVOUR: rke2), in dir; make test-upstream builds
+// the binaries beforehand (the network namespace reaches no module proxy).
 // It installs the CRD of system-upgrade-controller's Plan (what its chart
 // brings; UpgradePlanCRD).
-func StartDownstream(kube, dir string) (*Downstream, error) {
-	assets, err := itfw.AssetsOf(kube, "rke2")
+func StartDownstream(kube, flavour, dir string) (*Downstream, error) {
+	assets, err := itfw.AssetsOf(kube, flavour)
 	if err != nil {
 		return nil, err
 	}
@@ -155,8 +158,9 @@ func (d *Downstream) AgentParams(ctx context.Context) (TunnelParams, error) {
 	return TunnelParams{Address: addr, Token: tr.Status.Token, CA: d.CP.Config.CAData}, nil
 }
 
-// PlanEnv is the env of the upgrade container of the Plan ns/name, and
-// whether the Plan exists.
+// PlanEnv is the env of the upgrade container of the Plan ns/name
+// (spec.upgrade.envs: Rancher's digest annotation on the Plan names it),
+// and whether the Plan exists.
 func (d *Downstream) PlanEnv(ctx context.Context, ns, name string) ([]string, bool, error) {
 	u, err := d.CP.Dynamic.Resource(UpgradePlans).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -165,7 +169,7 @@ func (d *Downstream) PlanEnv(ctx context.Context, ns, name string) ([]string, bo
 	if err != nil {
 		return nil, false, err
 	}
-	env, _, _ := unstructured.NestedSlice(u.Object, "spec", "upgrade", "env")
+	env, _, _ := unstructured.NestedSlice(u.Object, "spec", "upgrade", "envs")
 	var out []string
 	for _, e := range env {
 		m, _ := e.(map[string]interface{})
@@ -174,6 +178,20 @@ func (d *Downstream) PlanEnv(ctx context.Context, ns, name string) ([]string, bo
 		out = append(out, n+"="+v)
 	}
 	return out, true, nil
+}
+
+// WriteSteveAggregation writes the Secret cattle-system/stv-aggregation as
+// the agent does once connected (rancher/rancher v2.15.0
+// pkg/agent/rancher/rancher.go setupSteveAggregation: CATTLE_SERVER,
+// CATTLE_TOKEN, CATTLE_CA_CHECKSUM, url, token, CATTLE_CACERTS_VALID: pkg/controllers/managementuser/cavalidator); the
+// system-agent-upgrader Plan takes its env from it (envFrom).
+func (d *Downstream) WriteSteveAggregation(ctx context.Context, server, token string) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "cattle-system", Name: "stv-aggregation"}, Data: map[string][]byte{
+		"CATTLE_SERVER": []byte(server), "CATTLE_TOKEN": []byte(token), "CATTLE_CA_CHECKSUM": nil,
+		"url": []byte(server + "/v3/connect"), "token": []byte("stv-cluster-" + token), "CATTLE_CACERTS_VALID": []byte("false"),
+	}}
+	_, err := d.CP.Client.CoreV1().Secrets("cattle-system").Create(ctx, s, metav1.CreateOptions{})
+	return err
 }
 
 // Stop stops the control plane.

@@ -38,8 +38,9 @@ const (
 )
 
 // planRecorder records each change of the env of the downstream's
-// system-agent-upgrader Plan: system-upgrade-controller runs the Plan
-// again on every node it selects whenever the digest of
+// system-agent-upgrader Plan (spec.upgrade.envs, system-upgrade-
+// controller's name of it): system-upgrade-controller runs the Plan again
+// on every node it selects whenever the digest of
 // spec.upgrade.envs,envFrom changes (Rancher's upgrade.cattle.io/digest
 // annotation on it, controller.go:1243-1245).
 type planRecorder struct {
@@ -104,7 +105,7 @@ func (r *planRecorder) count() (int, []string) {
 }
 
 func upgradeEnv(u *unstructured.Unstructured) []string {
-	env, _, _ := unstructured.NestedSlice(u.Object, "spec", "upgrade", "env")
+	env, _, _ := unstructured.NestedSlice(u.Object, "spec", "upgrade", "envs")
 	var out []string
 	for _, e := range env {
 		m, _ := e.(map[string]interface{})
@@ -173,6 +174,9 @@ func importCluster(t *testing.T, d *framework.Downstream, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := d.WriteSteveAggregation(ctx, server, token); err != nil {
+		t.Fatal(err)
+	}
 	params, err := d.AgentParams(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -208,11 +212,11 @@ func importCluster(t *testing.T, d *framework.Downstream, name string) string {
 // reached by Rancher through a double of the agent's tunnel.
 func Test12ImportedDay2OpsPlans(t *testing.T) {
 	framework.Need(t, in)
-	if !in.RancherAtLeast("2.15.0") {
-		t.Skipf("Rancher %s renders no imported cluster's agentEnvVars into system-agent Plans (v2.15.0 pkg/controllers/management/systemagent does)", in.RancherVersion())
+	if in.Opts.Suite.Downstream == "" {
+		t.Skipf("Rancher %s renders no imported cluster's agentEnvVars into system-agent Plans (v2.15.0 pkg/controllers/management/systemagent does): suite %s imports no downstream cluster", in.RancherVersion(), in.Opts.Suite.Name)
 	}
 	ctx := context.Background()
-	d, err := framework.StartDownstream(in.Opts.Suite.Kube, filepath.Join(in.Dir, "downstream"))
+	d, err := framework.StartDownstream(in.Opts.Suite.Kube, in.Opts.Suite.Downstream, filepath.Join(in.Dir, "downstream"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,16 +300,19 @@ func Test12ImportedDay2OpsPlans(t *testing.T) {
 		t.Fatalf("leasetune plan -o json: %v\n%s", err, out)
 	}
 	said := false
+	var kinds restartkind.Set
 	for _, c := range p.Changes {
 		if strings.Contains(c.Object, mgmt) && c.Kinds.Has(restartkind.NodePlan) {
-			said = true
+			said, kinds = true, c.Kinds
 		}
 	}
+	t.Logf("leasetune plan says the write of %s restarts: %s", mgmt, kinds)
 	if !said || p.Totals.NodePlans != 1 {
 		t.Errorf("leasetune plan: node-plan clusters %d (want 1), a node-plan change of %s %v:\n%s", p.Totals.NodePlans, mgmt, said, out)
 	}
 
 	// leasetune runs again: one write removes the entries, one Plan run.
+	agentGen := clusterAgentGeneration(t, d)
 	runs, _ := rec.count()
 	mark, _ := in.Audit.Mark()
 	scale(t, framework.LeasetuneNamespace, "leasetune", 1)
@@ -334,6 +341,23 @@ func Test12ImportedDay2OpsPlans(t *testing.T) {
 	if writes != 1 {
 		t.Errorf("leasetune wrote %s %d times, want 1", mgmt, writes)
 	}
+	// The downstream's cattle-cluster-agent: Rancher deploys it again when
+	// the env changes (pkg/controllers/management/clusterdeploy), once the
+	// cluster has management Nodes, which the real agent's node syncer
+	// makes; the double runs none of the agent's controllers, so here it
+	// stays as the import made it. When it does change, plan must have
+	// said so.
+	if g := clusterAgentGeneration(t, d); g != agentGen {
+		t.Logf("cattle-cluster-agent's generation %d -> %d", agentGen, g)
+		if g-agentGen > 1 {
+			t.Errorf("cattle-cluster-agent changed %d times, want at most 1", g-agentGen)
+		}
+		if !kinds.Has(restartkind.ClusterAgent) {
+			t.Errorf("Rancher redeployed cattle-cluster-agent, leasetune plan said %q", kinds)
+		}
+	} else {
+		t.Logf("cattle-cluster-agent unchanged (generation %d)", g)
+	}
 
 	// A change of the global agent triple reaches the agents through
 	// Fleet on v0.16 (FLEET_AGENT_ELECTION_*): no Plan run.
@@ -349,6 +373,18 @@ func Test12ImportedDay2OpsPlans(t *testing.T) {
 	if now, _ := rec.count(); now != runs {
 		t.Errorf("%d Plan changes after a global agent triple change, want none", now-runs)
 	}
+}
+
+// clusterAgentGeneration is the generation of the downstream's
+// cattle-system/cattle-cluster-agent Deployment (made by the import
+// manifest; nothing runs it there).
+func clusterAgentGeneration(t *testing.T, d *framework.Downstream) int64 {
+	t.Helper()
+	dep, err := d.CP.Client.AppsV1().Deployments(upgraderNamespace).Get(context.Background(), "cattle-cluster-agent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dep.Generation
 }
 
 // electionStatus reads leasetune's ElectionStatus.

@@ -116,6 +116,11 @@ type Suite struct {
 	// rancher/dashboard's shell/package.json at the Rancher tag, or the
 	// nearest release npm serves. "" without Rancher.
 	Shell string
+	// Downstream is the flavour of the downstream cluster it imports
+	// (scripts/controlplane.sh's LEASETUNE_KUBE_FLAVOUR, at Kube): "rke2"
+	// where Rancher renders an imported RKE2 cluster's agentEnvVars into
+	// system-agent Plans (v2.15+, case 12), "" for none.
+	Downstream string
 }
 
 // Releases are the suite's releases, Rancher first.
@@ -170,7 +175,7 @@ var Suites = []Suite{
 	{Name: "rancher-v2.12.12", Package: "tests/upstream/rancher", Rancher: &RancherV21212, Fleet: FleetV01314, Cases: rancherCases, Kube: "1.32", Shell: "3.0.5"},
 	{Name: "rancher-v2.13.8", Package: "tests/upstream/rancher", Rancher: &RancherV2138, Fleet: FleetV01410, Webhook: &WebhookV097, Cases: rancherCases, Kube: "1.34", Shell: "3.0.8"},
 	{Name: "rancher-v2.14.4", Package: "tests/upstream/rancher", Rancher: &RancherV2144, Fleet: FleetV0156, Webhook: &WebhookV0109, Cases: rancherCases, Kube: "1.34", Shell: "3.0.10"},
-	{Name: "rancher-v2.15.0", Package: "tests/upstream/rancher", Rancher: &RancherV2150, Fleet: FleetV0161, Webhook: &WebhookV0110, Cases: rancherCases, Kube: "1.36", Shell: "3.0.13"},
+	{Name: "rancher-v2.15.0", Package: "tests/upstream/rancher", Rancher: &RancherV2150, Fleet: FleetV0161, Webhook: &WebhookV0110, Cases: rancherCases, Kube: "1.36", Shell: "3.0.13", Downstream: "rke2"},
 }
 
 // SuiteEnv names the suite a test binary runs when its package has more

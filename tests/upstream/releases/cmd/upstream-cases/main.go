@@ -2,9 +2,9 @@
 // suite beside the real Rancher and Fleet can run here: it prints one line
 // per case that cannot (on stderr: which variable and release it expects)
 // and the suites that can (on stdout, one a line: the package, the
-// LEASETUNE_KUBE of its control plane, the suite's name and the
-// @rancher/shell version of its dashboard, "-" for none). It builds
-// nothing.
+// LEASETUNE_KUBE of its control plane, the suite's name, the
+// @rancher/shell version of its dashboard and the flavour of the
+// downstream cluster it imports, "-" for none). It builds nothing.
 package main
 
 import (
@@ -21,7 +21,11 @@ func main() {
 			if shell == "" {
 				shell = "-"
 			}
-			fmt.Println("./"+s.Package, s.Kube, s.Name, shell)
+			down := s.Downstream
+			if down == "" {
+				down = "-"
+			}
+			fmt.Println("./"+s.Package, s.Kube, s.Name, shell, down)
 			continue
 		}
 		for _, c := range s.Cases {
