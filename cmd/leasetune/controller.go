@@ -12,6 +12,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -110,7 +111,7 @@ func (o *controllerOptions) addFlags(cmd *cobra.Command) {
 	f.IntVar(&cfg.Workers, "workers", 4, "concurrent cluster syncs")
 	f.Float64Var(&cfg.AgentRolloutPerMinute, "agent-rollout-per-minute", 0, "at most this many cluster agent-env writes a minute, to spread agent restarts (0: unpaced)")
 	f.BoolVar(&o.noLeaderElection, "no-leader-election", false, "run without a Lease (one replica only)")
-	f.StringVar(&cfg.LeaseName, "lease-name", manager.DefaultLeaseName, "name of the Lease")
+	f.StringVar(&cfg.LeaseName, "lease-name", own.Lease, "name of the Lease")
 	f.StringVar(&cfg.Identity, "identity", "", "this replica's identity in the Lease (default: $POD_NAME or the host name, with the pid)")
 	f.StringVar(&cfg.HealthAddr, "health-addr", ":8081", "address of /healthz and /readyz (empty: off)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", ":8080", "address of /metrics (empty: off)")

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"leasetune.io/leasetune/pkg/fleet"
-	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/plan"
 	"leasetune.io/leasetune/pkg/rancher"
 )
@@ -168,7 +168,7 @@ see the listing.`,
 	o.pf.add(cmd)
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "remove, after listing")
 	cmd.Flags().BoolVar(&o.force, "force", false, "with --yes: remove even while a controller holds leasetune's Lease")
-	cmd.Flags().StringVar(&o.pf.opts.LeaseName, "lease-name", manager.DefaultLeaseName, "the controller's Lease (as its --lease-name): checked before removing, and removed")
+	cmd.Flags().StringVar(&o.pf.opts.LeaseName, "lease-name", own.Lease, "the controller's Lease (as its --lease-name): checked before removing, and removed")
 	return cmd
 }
 

@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"leasetune.io/leasetune/pkg/crds"
-	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/own"
 )
 
 // statusCRD is the chart's ElectionStatus CRD, relative to the repository.
@@ -298,7 +298,7 @@ A value that breaks the triple is refused with 422 and the rule (-k instead of -
   curl -k -H "Authorization: Bearer $TOKEN" -X PUT -d '{"value":"30s"}' https://%[4]s/v3/settings/fleet-leader-election-retry-period
 
 Ctrl-C stops everything: leasetune first (it releases its Lease), then the control plane.
-`, kubeconfig, kubectl, binary, webhookAddr, caFile, namespace, manager.WebhookSecretName, settingsEditor, token)
+`, kubeconfig, kubectl, binary, webhookAddr, caFile, namespace, own.WebhookSecret, settingsEditor, token)
 
 	select {
 	case <-ctx.Done():

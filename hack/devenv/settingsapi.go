@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"leasetune.io/leasetune/pkg/admission"
-	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
@@ -69,7 +69,7 @@ func settingsAPIToken(ctx context.Context, cs kubernetes.Interface, ns string) (
 func webhookCA(ctx context.Context, cs kubernetes.Interface, ns, dir string) (string, error) {
 	var ca []byte
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		s, err := cs.CoreV1().Secrets(ns).Get(ctx, manager.WebhookSecretName, metav1.GetOptions{})
+		s, err := cs.CoreV1().Secrets(ns).Get(ctx, own.WebhookSecret, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -77,7 +77,7 @@ func webhookCA(ctx context.Context, cs kubernetes.Interface, ns, dir string) (st
 		return len(ca) > 0, nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("leasetune's webhook Secret %s/%s: %w", ns, manager.WebhookSecretName, err)
+		return "", fmt.Errorf("leasetune's webhook Secret %s/%s: %w", ns, own.WebhookSecret, err)
 	}
 	path := filepath.Join(dir, "webhook-ca.crt")
 	return path, os.WriteFile(path, ca, 0o644)

@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"leasetune.io/leasetune/pkg/fieldmanager"
+	"leasetune.io/leasetune/pkg/own"
 )
 
 // Secret keys of the webhook's TLS Secret.
@@ -53,10 +53,10 @@ func EnsureCerts(ctx context.Context, cs kubernetes.Interface, ns, name string, 
 			return tls.Certificate{}, nil, gerr
 		}
 		s, err = secrets.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{fieldmanager.ManagedByLabel: fieldmanager.Leasetune}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{own.ManagedByLabel: own.FieldManager}},
 			Type:       corev1.SecretTypeTLS,
 			Data:       data,
-		}, metav1.CreateOptions{FieldManager: fieldmanager.Leasetune})
+		}, metav1.CreateOptions{FieldManager: own.FieldManager})
 		if apierrors.IsAlreadyExists(err) {
 			s, err = secrets.Get(ctx, name, metav1.GetOptions{})
 		}
@@ -157,6 +157,6 @@ func PatchCABundle(ctx context.Context, cs kubernetes.Interface, name string, ca
 	if err != nil {
 		return err
 	}
-	_, err = vwcs.Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: fieldmanager.Leasetune})
+	_, err = vwcs.Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: own.FieldManager})
 	return err
 }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
-	"leasetune.io/leasetune/pkg/fieldmanager"
+	"leasetune.io/leasetune/pkg/own"
 )
 
 //go:embed setting.yaml
@@ -44,7 +44,7 @@ func EnsureSetting(ctx context.Context, c apiextclient.Interface) (created bool,
 		return false, err
 	}
 	crds := c.ApiextensionsV1().CustomResourceDefinitions()
-	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{FieldManager: fieldmanager.Leasetune}); err == nil {
+	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{FieldManager: own.FieldManager}); err == nil {
 		created = true
 	} else if !apierrors.IsAlreadyExists(err) {
 		return false, fmt.Errorf("create CRD %s: %w", crd.Name, err)

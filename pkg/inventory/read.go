@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
-	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/fleetenv"
+	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -251,7 +251,7 @@ func channel(s *Snapshot) (fleet.AgentChannel, string) {
 		evidence = "recorded: " + cm.Data["evidence"]
 	}
 	if d := s.FleetDeployment(fleet.ControllerDeployment); d != nil {
-		det := fleet.DetectChannel(d, fieldmanager.Leasetune, ch)
+		det := fleet.DetectChannel(d, own.FieldManager, ch)
 		return det.Channel, det.Evidence
 	}
 	return ch, evidence

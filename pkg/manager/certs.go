@@ -17,14 +17,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"leasetune.io/leasetune/pkg/admission"
+	"leasetune.io/leasetune/pkg/own"
 )
-
-// WebhookSecretName is the Secret holding the webhook's CA and serving certificate.
-const WebhookSecretName = "leasetune-webhook-tls" //nolint:gosec // G101: a Secret's name, not a credential
-
-// DefaultLeaseName is the Lease of leasetune's leader election unless
-// --lease-name names another (the controller's and cleanup's default).
-const DefaultLeaseName = "leasetune"
 
 // certCheckInterval is the longest wait between failed looks at the
 // webhook Secret and configuration (Config.CertCheckInterval replaces it);
@@ -41,7 +35,7 @@ const certFirstRetry = time.Second
 const certAttemptTimeout = 15 * time.Second
 
 // webhookCert keeps the serving certificate of the webhook's HTTPS server:
-// it reads (or makes) it from the Secret WebhookSecretName and publishes
+// it reads (or makes) it from the Secret own.WebhookSecret and publishes
 // its CA in the caBundle of the ValidatingWebhookConfiguration
 // cfg.WebhookConfigName. A look that fails is retried with backoff while
 // /readyz says why; at rest the Secret and the configuration are watched,
@@ -93,7 +87,7 @@ func (k *webhookCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 func (k *webhookCert) refresh(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, certAttemptTimeout)
 	defer cancel()
-	cert, caPEM, err := admission.EnsureCerts(ctx, k.cs, k.cfg.Namespace, WebhookSecretName, k.hosts)
+	cert, caPEM, err := admission.EnsureCerts(ctx, k.cs, k.cfg.Namespace, own.WebhookSecret, k.hosts)
 	if err != nil {
 		return err
 	}
@@ -136,7 +130,7 @@ func (k *webhookCert) watch(ctx context.Context) <-chan struct{} {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 		})
 	}
-	sf := informers.NewSharedInformerFactoryWithOptions(k.cs, 0, informers.WithNamespace(k.cfg.Namespace), byName(WebhookSecretName))
+	sf := informers.NewSharedInformerFactoryWithOptions(k.cs, 0, informers.WithNamespace(k.cfg.Namespace), byName(own.WebhookSecret))
 	_, _ = sf.Core().V1().Secrets().Informer().AddEventHandler(handler)
 	sf.Start(ctx.Done())
 	context.AfterFunc(ctx, sf.Shutdown)

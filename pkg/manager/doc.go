@@ -6,7 +6,7 @@
 //   - /healthz and /readyz (health.go) and /metrics, each on its own address;
 //   - the HTTPS server of the admission webhook (pkg/admission) and the
 //     Rancher-compatible /v3/settings API (pkg/settingsapi), with a serving
-//     certificate kept in the Secret WebhookSecretName and its CA published
+//     certificate kept in the Secret own.WebhookSecret and its CA published
 //     in the webhook configuration's caBundle, both followed by watches and
 //     retried with backoff while /readyz says why;
 //   - the Rancher UI extension's bundle (pkg/uiplugin), on its own plain-HTTP

@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"leasetune.io/leasetune/pkg/fieldmanager"
+	"leasetune.io/leasetune/pkg/own"
 )
 
 // MaxAttempts bounds the writes of one Save; after that many conflicts
@@ -69,15 +69,15 @@ func Save(ctx context.Context, client corev1client.ConfigMapsGetter, ns, name st
 		switch {
 		case cm == nil:
 			out, err = cms.Create(ctx, &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{fieldmanager.ManagedByLabel: fieldmanager.Leasetune}},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{own.ManagedByLabel: own.FieldManager}},
 				Data:       data,
-			}, metav1.CreateOptions{FieldManager: fieldmanager.Leasetune})
+			}, metav1.CreateOptions{FieldManager: own.FieldManager})
 		case maps.Equal(data, cm.Data):
 			return cm, nil
 		default:
 			upd := cm.DeepCopy()
 			upd.Data = data
-			out, err = cms.Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldmanager.Leasetune})
+			out, err = cms.Update(ctx, upd, metav1.UpdateOptions{FieldManager: own.FieldManager})
 		}
 		if err == nil {
 			return out, nil

@@ -18,11 +18,10 @@ import (
 	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/agentenv/patch"
 	"leasetune.io/leasetune/pkg/electionstatus"
-	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/inventory"
-	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -99,15 +98,15 @@ func ownObjects(opts Options) []struct{ kind, name string } {
 	return []struct{ kind, name string }{
 		{"ConfigMap", settings.DefaultStateName},
 		{"ConfigMap", fleetenv.ChannelConfigMapName},
-		{"Secret", manager.WebhookSecretName},
+		{"Secret", own.WebhookSecret},
 		{"Lease", opts.Lease()},
 	}
 }
 
-// Lease is the controller's Lease: LeaseName, or manager.DefaultLeaseName.
+// Lease is the controller's Lease: LeaseName, or own.Lease.
 func (o Options) Lease() string {
 	if o.LeaseName == "" {
-		return manager.DefaultLeaseName
+		return own.Lease
 	}
 	return o.LeaseName
 }
@@ -161,7 +160,7 @@ func (r *Report) Cleanup(ctx context.Context, cs kubernetes.Interface, dyn dynam
 	// The ElectionStatus the leader keeps (cluster scoped; its CRD stays,
 	// as Helm leaves the CRDs it installed).
 	if u, err := dyn.Resource(electionStatusGVR).Get(ctx, electionstatus.Name, metav1.GetOptions{}); err == nil {
-		if u.GetLabels()[fieldmanager.ManagedByLabel] == fieldmanager.Leasetune {
+		if u.GetLabels()[own.ManagedByLabel] == own.FieldManager {
 			c.Own = append(c.Own, electionstatus.Kind+" "+electionstatus.Name)
 		}
 	} else if !apierrors.IsNotFound(err) {
@@ -244,7 +243,7 @@ func (c *Cleanup) Apply(ctx context.Context, cs kubernetes.Interface, dyn dynami
 		if ref.Namespace != "" {
 			res = dyn.Resource(ref.GVR).Namespace(ref.Namespace)
 		}
-		if _, err := res.Patch(ctx, ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: fieldmanager.Leasetune}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := res.Patch(ctx, ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: own.FieldManager}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("%s: %w", ref, err)
 		}
 	}

@@ -43,7 +43,7 @@ type Options struct {
 	RancherDeployment string
 	RancherVersion    rancher.Version
 	// LeaseName is the controller's Lease (its --lease-name; "" is
-	// manager.DefaultLeaseName): cleanup deletes it.
+	// own.Lease): cleanup deletes it.
 	LeaseName string
 	// Set is a proposed change (`plan --set NAME=VALUE`), applied in
 	// order over the current Setting values, each checked as the webhook

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v4/value"
 
 	"leasetune.io/leasetune/pkg/election"
-	"leasetune.io/leasetune/pkg/fieldmanager"
+	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/rancher"
 )
 
@@ -218,8 +218,8 @@ func owned(d *appsv1.Deployment, env []corev1.EnvVar) (found []corev1.EnvVar, fo
 		who := "another writer"
 		if m := Managers(d, e.Name); len(m) > 0 {
 			who = "field manager " + strings.Join(m, ", ")
-		} else if managedBy(d, fieldmanager.Leasetune, e.Name) {
-			who, mine = "field manager "+fieldmanager.Leasetune, true
+		} else if managedBy(d, own.FieldManager, e.Name) {
+			who, mine = "field manager "+own.FieldManager, true
 		}
 		theirs = append(theirs, fmt.Sprintf("%s=%s, set by %s", e.Name, v, who))
 	}
@@ -316,7 +316,7 @@ func Settled(d *appsv1.Deployment) (bool, string) {
 func Managers(d *appsv1.Deployment, name string) []string {
 	seen := map[string]bool{}
 	for _, m := range managers(d, name) {
-		if m != fieldmanager.Leasetune {
+		if m != own.FieldManager {
 			seen[m] = true
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"leasetune.io/leasetune/pkg/election"
-	"leasetune.io/leasetune/pkg/fieldmanager"
+	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/tests/kit"
 )
@@ -190,7 +190,7 @@ func TestManagers(t *testing.T) {
 			`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"rancher\"}":{"f:env":{"k:{\"name\":\"CATTLE_ELECTION_RETRY_PERIOD\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`)}},
 		{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
 			`{"f:spec":{"f:replicas":{}}}`)}},
-		{Manager: fieldmanager.Leasetune, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
+		{Manager: own.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
 			`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"rancher\"}":{"f:env":{"k:{\"name\":\"CATTLE_ELECTION_RETRY_PERIOD\"}":{"f:value":{}}}}}}}}}`)}},
 	}
 	if got := Managers(d, "CATTLE_ELECTION_RETRY_PERIOD"); !reflect.DeepEqual(got, []string{"helm"}) {

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"leasetune.io/leasetune/pkg/election"
-	"leasetune.io/leasetune/pkg/fieldmanager"
+	"leasetune.io/leasetune/pkg/own"
 )
 
 // applyTo applies the patch computed from d to other (what the apiserver
@@ -137,7 +137,7 @@ func TestDecideRecordRemovedSaysSo(t *testing.T) {
 	ours.ManagedFields = []metav1.ManagedFieldsEntry{
 		{Manager: "helm", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
 			`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"rancher\"}":{"f:env":{"k:{\"name\":\"CATTLE_NAMESPACE\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`)}},
-		{Manager: fieldmanager.Leasetune, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
+		{Manager: own.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(
 			`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"rancher\"}":{"f:env":{` + strings.Join(fields, ",") + `}}}}}}}`)}},
 	}
 	delete(ours.Annotations, RecordAnnotation)

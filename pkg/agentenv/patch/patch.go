@@ -2,7 +2,7 @@
 // patch of spec.agentEnvVars, the ownership record and the status
 // annotation (Write) that the agentenv controller makes and that
 // `leasetune cleanup` (pkg/plan) makes to remove leasetune's entries, both
-// with the field manager fieldmanager.Leasetune (the revert guard tells
+// with the field manager own.FieldManager (the revert guard tells
 // the project's writes from others' by it).
 package patch
 
@@ -17,7 +17,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/agentenv/slim"
-	"leasetune.io/leasetune/pkg/fieldmanager"
+	"leasetune.io/leasetune/pkg/own"
 )
 
 // Write patches spec.agentEnvVars and the ownership record of the object
@@ -55,7 +55,7 @@ func Write(ctx context.Context, p Patcher, ref agentenv.Ref, resourceVersion str
 }
 
 // Patcher sends a JSON merge patch of a cluster object with the field
-// manager fieldmanager.Leasetune.
+// manager own.FieldManager.
 type Patcher interface {
 	MergePatch(ctx context.Context, ref agentenv.Ref, body []byte) error
 }
@@ -70,7 +70,7 @@ func (d DynamicPatcher) MergePatch(ctx context.Context, ref agentenv.Ref, body [
 	if ref.Namespace != "" {
 		r = d.Client.Resource(ref.GVR).Namespace(ref.Namespace)
 	}
-	_, err := r.Patch(ctx, ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: fieldmanager.Leasetune})
+	_, err := r.Patch(ctx, ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: own.FieldManager})
 	return err
 }
 
@@ -96,6 +96,6 @@ func (r RawPatcher) MergePatch(ctx context.Context, ref agentenv.Ref, body []byt
 		path = append(path, "namespaces", ref.Namespace)
 	}
 	path = append(path, ref.GVR.Resource, ref.Name)
-	return r.REST.Patch(types.MergePatchType).AbsPath(path...).Param("fieldManager", fieldmanager.Leasetune).
+	return r.REST.Patch(types.MergePatchType).AbsPath(path...).Param("fieldManager", own.FieldManager).
 		Body(body).Do(ctx).Error()
 }

@@ -24,17 +24,17 @@ import (
 	"leasetune.io/leasetune/pkg/agentenv/index"
 	"leasetune.io/leasetune/pkg/agentenv/patch"
 	"leasetune.io/leasetune/pkg/agentenv/slim"
-	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
 // FieldManager is the field manager of every write this controller makes
-// (fieldmanager.Leasetune: the revert guard tells its own writes from
+// (own.FieldManager: the revert guard tells its own writes from
 // others' by it).
-const FieldManager = fieldmanager.Leasetune
+const FieldManager = own.FieldManager
 
 // byClusterName indexes provisioning Clusters by status.clusterName.
 const byClusterName = "byClusterName"

@@ -34,16 +34,16 @@ import (
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/electionstatus"
-	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
 
 // FieldManager is the field manager of the status writes.
-const FieldManager = fieldmanager.Leasetune
+const FieldManager = own.FieldManager
 
 // GVR is the ElectionStatus resource.
 var GVR = schema.GroupVersionResource{Group: electionstatus.APIGroup, Version: electionstatus.Version, Resource: electionstatus.Resource}
@@ -297,7 +297,7 @@ func (c *Controller) create(ctx context.Context) (string, error) {
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": GVR.GroupVersion().String(), "kind": electionstatus.Kind,
 		"metadata": map[string]interface{}{"name": electionstatus.Name,
-			"labels": map[string]interface{}{fieldmanager.ManagedByLabel: fieldmanager.Leasetune}},
+			"labels": map[string]interface{}{own.ManagedByLabel: own.FieldManager}},
 		"spec": map[string]interface{}{},
 	}}
 	got, err := c.opts.Client.Resource(GVR).Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})

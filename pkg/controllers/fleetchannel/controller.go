@@ -19,8 +19,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/own"
 )
 
 // Options configures Load.
@@ -81,7 +81,7 @@ func (c *Controller) Sync(ctx context.Context, d *appsv1.Deployment) error {
 	if d == nil || d.Namespace != c.namespace || d.Name != fleet.ControllerDeployment {
 		return nil
 	}
-	det := fleet.DetectChannel(d, fieldmanager.Leasetune, c.recorded())
+	det := fleet.DetectChannel(d, own.FieldManager, c.recorded())
 	changed, err := c.set(ctx, det)
 	if changed {
 		ch, evidence, _ := c.Evidence()

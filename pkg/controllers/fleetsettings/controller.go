@@ -21,10 +21,10 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"leasetune.io/leasetune/pkg/election"
-	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/restart"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -51,7 +51,7 @@ type Options struct {
 	Deployments appscontrollers.DeploymentController
 	// ConfigMaps is a wrangler controller whose informer watches RancherNamespace.
 	ConfigMaps corecontrollers.ConfigMapController
-	// Client makes the writes, with fieldmanager.Leasetune.
+	// Client makes the writes, with own.FieldManager.
 	Client kubernetes.Interface
 	// Triples gives the effective triples.
 	Triples settings.Triples
@@ -109,11 +109,11 @@ func Register(ctx context.Context, opts Options) *Controller {
 		if c.opts.Detect != nil {
 			detectErr = c.opts.Detect(ctx, d)
 		}
-		err := errors.Join(detectErr, c.syncDeployment(ctx, d))
+		err := c.syncDeployment(ctx, d)
 		if err == nil {
-			c.synced(key)
+			c.synced(key) // its writes are done, whatever Detect said
 		}
-		return d, err
+		return d, errors.Join(detectErr, err)
 	})
 	opts.ConfigMaps.OnChange(ctx, "leasetune-rancher-config", func(key string, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
 		err := c.syncRancherConfig(ctx, cm)
@@ -330,7 +330,7 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) (
 		return err
 	}
 	_, err = c.opts.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, body,
-		metav1.PatchOptions{FieldManager: fieldmanager.Leasetune})
+		metav1.PatchOptions{FieldManager: own.FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -404,7 +404,7 @@ func (c *Controller) syncRancherConfig(ctx context.Context, cm *corev1.ConfigMap
 		return err
 	}
 	_, err = c.opts.Client.CoreV1().ConfigMaps(cm.Namespace).Patch(ctx, cm.Name, types.MergePatchType, body,
-		metav1.PatchOptions{FieldManager: fieldmanager.Leasetune})
+		metav1.PatchOptions{FieldManager: own.FieldManager})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

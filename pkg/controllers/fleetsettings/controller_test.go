@@ -231,3 +231,36 @@ func TestOneHandlerDetectsFirst(t *testing.T) {
 		t.Errorf("API calls %v, want the one patch despite Detect's error", acts)
 	}
 }
+
+// TestDetectErrorOwesNothing: a triple change owes each Fleet Deployment a
+// sync; a Detect error does not keep one owed once its write is done (the
+// propagation gauges, and the alert on them, would stay up).
+func TestDetectErrorOwesNothing(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	cs := kfake.NewSimpleClientset()
+	deps := fake.NewMockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList](ctrl)
+	cms := fake.NewMockControllerInterface[*corev1.ConfigMap, *corev1.ConfigMapList](ctrl)
+	var handler func(string, *appsv1.Deployment) (*appsv1.Deployment, error)
+	deps.EXPECT().OnChange(gomock.Any(), gomock.Any(), gomock.Any()).Do(
+		func(_ context.Context, _ string, h func(string, *appsv1.Deployment) (*appsv1.Deployment, error)) {
+			handler = h
+		})
+	cms.EXPECT().OnChange(gomock.Any(), gomock.Any(), gomock.Any())
+	c := Register(context.Background(), Options{Namespace: "cattle-fleet-system", RancherNamespace: "cattle-system",
+		Channels: fakes.Channel(fleet.ChannelAgentManagement), Deployments: deps, ConfigMaps: cms, Client: cs,
+		Triples: fakes.FleetTriples(five, election.FleetDefaults), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Detect: func(context.Context, *appsv1.Deployment) error { return errors.New("record write refused") }})
+	d := gitjob(fleetEnv)
+	if err := cs.Tracker().Add(d); err != nil {
+		t.Fatal(err)
+	}
+	c.beginPropagation(time.Now(), []string{"cattle-fleet-system/gitjob"})
+	if _, err := handler("cattle-fleet-system/gitjob", d); err == nil {
+		t.Fatal("want Detect's error")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.owed["cattle-fleet-system/gitjob"] {
+		t.Errorf("gitjob still owed after its write: %v", c.owed)
+	}
+}

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"leasetune.io/leasetune/pkg/election"
-	"leasetune.io/leasetune/pkg/fieldmanager"
 	"leasetune.io/leasetune/pkg/metrics"
+	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/rancherenv"
 	"leasetune.io/leasetune/pkg/restart"
@@ -43,7 +43,7 @@ type Options struct {
 	// Deployments is a wrangler controller whose informer watches that
 	// Deployment (by name).
 	Deployments appscontrollers.DeploymentController
-	// Client makes the writes, with fieldmanager.Leasetune (so that
+	// Client makes the writes, with own.FieldManager (so that
 	// rancherenv.Managers can tell leasetune's entries from another
 	// writer's).
 	Client kubernetes.Interface
@@ -181,7 +181,7 @@ func (c *Controller) write(ctx context.Context, d *appsv1.Deployment, dec ranche
 		return err
 	}
 	_, err = c.opts.Client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.JSONPatchType, body,
-		metav1.PatchOptions{FieldManager: fieldmanager.Leasetune})
+		metav1.PatchOptions{FieldManager: own.FieldManager})
 	if apierrors.IsNotFound(err) {
 		return errGone
 	}

@@ -17,7 +17,7 @@
 // generation against the copy the decision was made on, sets or removes
 // exactly the three entries, and records them in the annotation
 // rancherenv.RecordAnnotation, under the field manager
-// fieldmanager.Leasetune. A patch whose tests fail (the Deployment changed
+// own.FieldManager. A patch whose tests fail (the Deployment changed
 // meanwhile) is retried by the work queue from the fresh copy. Every
 // write rolls every Rancher replica
 // (leasetune_restarts_total{kind="rancher-rollout"}).

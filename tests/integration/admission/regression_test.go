@@ -16,7 +16,7 @@ import (
 	"leasetune.io/leasetune/pkg/admission"
 	"leasetune.io/leasetune/pkg/agentenv"
 	"leasetune.io/leasetune/pkg/fleet"
-	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/tests/integration/framework"
 	"leasetune.io/leasetune/tests/kit"
 )
@@ -125,10 +125,10 @@ func TestEnvSettingCannotBeChangedInTwoSteps(t *testing.T) {
 func TestReplicasFollowARotatedSecret(t *testing.T) {
 	s := startServer(t, nil)
 	ctx := context.Background()
-	if err := cp.Client.CoreV1().Secrets(s.ns).Delete(ctx, manager.WebhookSecretName, metav1.DeleteOptions{}); err != nil {
+	if err := cp.Client.CoreV1().Secrets(s.ns).Delete(ctx, own.WebhookSecret, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, ca, err := admission.EnsureCerts(ctx, cp.Client, s.ns, manager.WebhookSecretName, []string{"127.0.0.1"}) // the other replica
+	_, ca, err := admission.EnsureCerts(ctx, cp.Client, s.ns, own.WebhookSecret, []string{"127.0.0.1"}) // the other replica
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func newEnv(t *testing.T) env {
 }
 
 // running is a started controller, with the channel controller it writes
-// by (registered first, as the manager does).
+// by (its Detect, as the manager wires it).
 type running struct {
 	*fleetsettings.Controller
 	channels *fleetchannel.Controller

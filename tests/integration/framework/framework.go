@@ -85,9 +85,10 @@ type Options struct {
 // when the binaries cannot be built or the control plane does not come up
 // within the start timeout.
 func Start(opts Options) (*ControlPlane, error) {
-	assets, err := assetsDir()
-	if opts.Assets != "" {
-		assets, err = opts.Assets, nil
+	assets := opts.Assets
+	var err error
+	if assets == "" {
+		assets, err = assetsDir()
 	}
 	if err != nil {
 		return nil, err

@@ -37,6 +37,7 @@ import (
 	"leasetune.io/leasetune/pkg/electionstatus"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/manager"
+	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -431,7 +432,7 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 			return len(cp.Events(t, "", "fleet-agent-leader-election-retry-period", agentenvcontroller.ReasonPropagated)) > 0
 		})
 	}
-	if _, err := cp.Client.CoreV1().Secrets(ns).Get(ctx, manager.WebhookSecretName, metav1.GetOptions{}); err != nil {
+	if _, err := cp.Client.CoreV1().Secrets(ns).Get(ctx, own.WebhookSecret, metav1.GetOptions{}); err != nil {
 		t.Errorf("webhook Secret: %v", err)
 	}
 	cancel()

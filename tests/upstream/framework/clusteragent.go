@@ -27,13 +27,14 @@ import (
 //     Params builds: cluster.address KUBERNETES_SERVICE_HOST:PORT,
 //     cluster.token the downstream ServiceAccount cattle's token,
 //     cluster.caCert the base64 of the downstream's CA);
-//   - main.go:318-340: remotedialer.ClientConnect to
+//   - main.go:283-306: remotedialer.ClientConnect to
 //     wss://<server>/v3/connect/register until the first connection, then
-//     /v3/connect, again 5 s after each end; local dials allowed for tcp.
+//     /v3/connect, again after each end (5 s; 10 s after an error, which
+//     ClientConnect waits 5 s more on); local dials allowed for tcp.
 //
 // Rancher's side (pkg/tunnelserver/mcmauthorizer/tunnel.go
-// authorizeCluster) then records the address, CA and token in the
-// management Cluster's status and dials the downstream kube-apiserver
+// authorizeCluster) then records the address and CA in the management
+// Cluster's status, the token in a Secret the status names, and dials the downstream kube-apiserver
 // through the tunnel (pkg/dialer/factory.go clusterDialer).
 //
 // It keeps the second session the agent's steve keeps too (the steve

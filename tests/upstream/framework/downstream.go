@@ -25,7 +25,7 @@ import (
 
 // UpgradePlans are system-upgrade-controller's Plans, which Rancher
 // v2.15.0 applies in an imported RKE2/K3s cluster with day-2 operations
-// (pkg/controllers/management/systemagent/controller.go:100 upgradePlanGVR).
+// (pkg/controllers/management/systemagent/controller.go:99 upgradePlanGVR).
 var UpgradePlans = schema.GroupVersionResource{Group: "upgrade.cattle.io", Version: "v1", Resource: "plans"}
 
 // Downstream is a second real kube-apiserver and etcd: the cluster an
@@ -180,8 +180,9 @@ func (d *Downstream) PlanEnv(ctx context.Context, ns, name string) ([]string, bo
 	return out, true, nil
 }
 
-// WriteSteveAggregation writes the Secret cattle-system/stv-aggregation as
-// the agent does once connected (rancher/rancher v2.15.0
+// WriteSteveAggregation writes the Secret cattle-system/stv-aggregation
+// with the keys the agent writes once connected, its CA checksum and
+// ca.crt left out (Rancher's own self-signed CA here) (rancher/rancher v2.15.0
 // pkg/agent/rancher/rancher.go setupSteveAggregation: CATTLE_SERVER,
 // CATTLE_TOKEN, CATTLE_CA_CHECKSUM, url, token, CATTLE_CACERTS_VALID: pkg/controllers/managementuser/cavalidator); the
 // system-agent-upgrader Plan takes its env from it (envFrom).

@@ -162,14 +162,7 @@ func RancherRunner(b Binaries, version string, s RancherServer) Runner {
 			return b.Rancher, args, true, nil
 		},
 		Env: func(p *Pod, c *corev1.Container) []string {
-			env := []string{"CATTLE_SERVER_VERSION=" + version}
-			if a := os.Getenv("KUBEBUILDER_ASSETS"); a != "" {
-				// Rancher's image has kubectl on its PATH; it applies the
-				// cattle-cluster-agent manifest with it
-				// (pkg/controllers/management/clusterdeploy deployAgent).
-				env = append(env, "PATH="+a+string(os.PathListSeparator)+os.Getenv("PATH"))
-			}
-			return env
+			return []string{"CATTLE_SERVER_VERSION=" + version}
 		},
 		Ready: func(ctx context.Context, p *Pod) bool {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/ping", nil)

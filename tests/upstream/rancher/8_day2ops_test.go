@@ -31,7 +31,7 @@ import (
 
 // The Plan Rancher v2.15.0 applies in an imported RKE2/K3s cluster with
 // day-2 operations (pkg/controllers/management/systemagent/
-// controller.go:63 SystemAgentUpgraderPlanName, in namespaces.System).
+// controller.go:61 SystemAgentUpgraderPlanName, in namespaces.System).
 const (
 	upgraderNamespace = "cattle-system"
 	upgraderPlan      = "system-agent-upgrader"
@@ -42,13 +42,18 @@ const (
 // controller's name of it): system-upgrade-controller runs the Plan again
 // on every node it selects whenever the digest of
 // spec.upgrade.envs,envFrom changes (Rancher's upgrade.cattle.io/digest
-// annotation on it, controller.go:1243-1245).
+// annotation on it, controller.go:1242). Rancher applies a Windows Plan beside it
+// with the same env (system-agent-upgrader-windows); this cluster has no
+// Windows node, so the Linux Plan is the one that runs.
 type planRecorder struct {
 	mu      sync.Mutex
 	changes [][]string
 	last    []string
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// gaps counts the watches that ended on an error event: changes in
+	// such a gap would be counted as one.
+	gaps   int
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 func recordPlan(t *testing.T, d *framework.Downstream) *planRecorder {
@@ -74,6 +79,12 @@ func recordPlan(t *testing.T, d *framework.Downstream) *planRecorder {
 				continue
 			}
 			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error {
+					r.mu.Lock()
+					r.gaps++
+					r.mu.Unlock()
+					break
+				}
 				u, ok := ev.Object.(*unstructured.Unstructured)
 				if !ok {
 					continue
@@ -102,6 +113,22 @@ func (r *planRecorder) count() (int, []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.changes), append([]string(nil), r.last...)
+}
+
+// gapped fails t when a watch ended on an error since mark.
+func (r *planRecorder) gapped(t *testing.T, mark int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gaps != mark {
+		t.Errorf("the watch of the Plan ended on an error %d times: changes may have been merged", r.gaps-mark)
+	}
+}
+
+func (r *planRecorder) gapCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gaps
 }
 
 func upgradeEnv(u *unstructured.Unstructured) []string {
@@ -247,14 +274,16 @@ func Test12ImportedDay2OpsPlans(t *testing.T) {
 	in.Calm(t, 20*time.Second, 5*time.Minute)
 
 	// Beforehand, the ElectionStatus: the cluster's group re-plans.
-	framework.Within(t, 2*time.Minute, "the ElectionStatus counts a group of re-planning clusters", func() bool {
-		st := electionStatus(t)
-		for _, g := range st.Agents.Groups {
+	// The suite makes no other imported RKE2/K3s cluster: this one is the
+	// only imported cluster whose writes re-plan nodes.
+	framework.Within(t, 2*time.Minute, "the ElectionStatus counts this cluster as re-planning", func() bool {
+		n := 0
+		for _, g := range electionStatus(t).Agents.Groups {
 			if g.Replans && !g.Provisioned {
-				return true
+				n += g.Count
 			}
 		}
-		return false
+		return n == 1
 	}, func() string { b, _ := json.Marshal(electionStatus(t).Agents); return string(b) })
 
 	// The state an earlier leasetune left, written while it does not run.
@@ -312,8 +341,8 @@ func Test12ImportedDay2OpsPlans(t *testing.T) {
 	}
 
 	// leasetune runs again: one write removes the entries, one Plan run.
-	agentGen := clusterAgentGeneration(t, d)
 	runs, _ := rec.count()
+	gaps := rec.gapCount()
 	mark, _ := in.Audit.Mark()
 	scale(t, framework.LeasetuneNamespace, "leasetune", 1)
 	started = true
@@ -330,6 +359,7 @@ func Test12ImportedDay2OpsPlans(t *testing.T) {
 	if now-runs != 1 {
 		t.Errorf("%d changes of the Plan's env after leasetune's start, want 1 (one run on every node)", now-runs)
 	}
+	rec.gapped(t, gaps)
 	rs, _ := in.Audit.Since(mark)
 	writes := 0
 	for w, n := range clusterWrites(rs) {
@@ -341,27 +371,11 @@ func Test12ImportedDay2OpsPlans(t *testing.T) {
 	if writes != 1 {
 		t.Errorf("leasetune wrote %s %d times, want 1", mgmt, writes)
 	}
-	// The downstream's cattle-cluster-agent: Rancher deploys it again when
-	// the env changes (pkg/controllers/management/clusterdeploy), once the
-	// cluster has management Nodes, which the real agent's node syncer
-	// makes; the double runs none of the agent's controllers, so here it
-	// stays as the import made it. When it does change, plan must have
-	// said so.
-	if g := clusterAgentGeneration(t, d); g != agentGen {
-		t.Logf("cattle-cluster-agent's generation %d -> %d", agentGen, g)
-		if g-agentGen > 1 {
-			t.Errorf("cattle-cluster-agent changed %d times, want at most 1", g-agentGen)
-		}
-		if !kinds.Has(restartkind.ClusterAgent) {
-			t.Errorf("Rancher redeployed cattle-cluster-agent, leasetune plan said %q", kinds)
-		}
-	} else {
-		t.Logf("cattle-cluster-agent unchanged (generation %d)", g)
-	}
 
 	// A change of the global agent triple reaches the agents through
 	// Fleet on v0.16 (FLEET_AGENT_ELECTION_*): no Plan run.
 	runs, _ = rec.count()
+	gaps = rec.gapCount()
 	cur := in.SettingsTriple(t, "fleet-agent-leader-election", election.FleetDefaults)
 	next := cur.With(election.RetryPeriod, cur.RetryPeriod-time.Second)
 	in.SetTriple(t, "fleet-agent-leader-election", cur, next)
@@ -373,18 +387,7 @@ func Test12ImportedDay2OpsPlans(t *testing.T) {
 	if now, _ := rec.count(); now != runs {
 		t.Errorf("%d Plan changes after a global agent triple change, want none", now-runs)
 	}
-}
-
-// clusterAgentGeneration is the generation of the downstream's
-// cattle-system/cattle-cluster-agent Deployment (made by the import
-// manifest; nothing runs it there).
-func clusterAgentGeneration(t *testing.T, d *framework.Downstream) int64 {
-	t.Helper()
-	dep, err := d.CP.Client.AppsV1().Deployments(upgraderNamespace).Get(context.Background(), "cattle-cluster-agent", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dep.Generation
+	rec.gapped(t, gaps)
 }
 
 // electionStatus reads leasetune's ElectionStatus.
