@@ -191,11 +191,11 @@ func TestRancherConfigOnePatch(t *testing.T) {
 	}
 }
 
-// TestOneHandlerDetectsFirst: Register puts one handler on the Deployment
-// controller (lasso races when a second one is removed at a context's end,
-// Options.Detect); it runs Detect on the Deployment before its own write,
-// and the write happens whatever Detect returns, its error reported.
-func TestOneHandlerDetectsFirst(t *testing.T) {
+// registered is a controller made by Register with detect as its Detect,
+// the one Deployment handler it registered (it must register exactly one)
+// and its fake clientset holding gitjob at Fleet's defaults, the triple
+// being five.
+func registered(t *testing.T, detect func(context.Context, *appsv1.Deployment) error) (*Controller, *kfake.Clientset, func(string, *appsv1.Deployment) (*appsv1.Deployment, error)) {
 	ctrl := gomock.NewController(t)
 	cs := kfake.NewSimpleClientset()
 	deps := fake.NewMockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList](ctrl)
@@ -206,21 +206,30 @@ func TestOneHandlerDetectsFirst(t *testing.T) {
 			handler = h
 		})
 	cms.EXPECT().OnChange(gomock.Any(), "leasetune-rancher-config", gomock.Any()).Times(1)
-	var detected []int // the API calls made before each Detect
-	detectErr := errors.New("record write refused")
-	Register(context.Background(), Options{Namespace: "cattle-fleet-system", RancherNamespace: "cattle-system",
+	c := Register(context.Background(), Options{Namespace: "cattle-fleet-system", RancherNamespace: "cattle-system",
 		Channels: fakes.Channel(fleet.ChannelAgentManagement), Deployments: deps, ConfigMaps: cms, Client: cs,
 		Triples: fakes.FleetTriples(five, election.FleetDefaults), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Detect: func(context.Context, *appsv1.Deployment) error {
-			detected = append(detected, len(cs.Actions()))
-			return detectErr
-		}})
-	d := gitjob(fleetEnv)
-	if err := cs.Tracker().Add(d); err != nil {
+		Detect: detect})
+	if err := cs.Tracker().Add(gitjob(fleetEnv)); err != nil {
 		t.Fatal(err)
 	}
 	cs.ClearActions()
-	_, err := handler("cattle-fleet-system/gitjob", d)
+	return c, cs, handler
+}
+
+// TestOneHandlerDetectsFirst: Register puts one handler on the Deployment
+// controller (lasso races when a second one is removed at a context's end,
+// Options.Detect); it runs Detect on the Deployment before its own write,
+// and the write happens whatever Detect returns, its error reported.
+func TestOneHandlerDetectsFirst(t *testing.T) {
+	var detected []int // the API calls made before each Detect
+	detectErr := errors.New("record write refused")
+	var cs *kfake.Clientset
+	_, cs, handler := registered(t, func(context.Context, *appsv1.Deployment) error {
+		detected = append(detected, len(cs.Actions()))
+		return detectErr
+	})
+	_, err := handler("cattle-fleet-system/gitjob", gitjob(fleetEnv))
 	if !errors.Is(err, detectErr) {
 		t.Errorf("handler error %v, want Detect's", err)
 	}
@@ -236,26 +245,9 @@ func TestOneHandlerDetectsFirst(t *testing.T) {
 // sync; a Detect error does not keep one owed once its write is done (the
 // propagation gauges, and the alert on them, would stay up).
 func TestDetectErrorOwesNothing(t *testing.T) {
-	ctrl := gomock.NewController(t)
-	cs := kfake.NewSimpleClientset()
-	deps := fake.NewMockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList](ctrl)
-	cms := fake.NewMockControllerInterface[*corev1.ConfigMap, *corev1.ConfigMapList](ctrl)
-	var handler func(string, *appsv1.Deployment) (*appsv1.Deployment, error)
-	deps.EXPECT().OnChange(gomock.Any(), gomock.Any(), gomock.Any()).Do(
-		func(_ context.Context, _ string, h func(string, *appsv1.Deployment) (*appsv1.Deployment, error)) {
-			handler = h
-		})
-	cms.EXPECT().OnChange(gomock.Any(), gomock.Any(), gomock.Any())
-	c := Register(context.Background(), Options{Namespace: "cattle-fleet-system", RancherNamespace: "cattle-system",
-		Channels: fakes.Channel(fleet.ChannelAgentManagement), Deployments: deps, ConfigMaps: cms, Client: cs,
-		Triples: fakes.FleetTriples(five, election.FleetDefaults), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Detect: func(context.Context, *appsv1.Deployment) error { return errors.New("record write refused") }})
-	d := gitjob(fleetEnv)
-	if err := cs.Tracker().Add(d); err != nil {
-		t.Fatal(err)
-	}
+	c, _, handler := registered(t, func(context.Context, *appsv1.Deployment) error { return errors.New("record write refused") })
 	c.beginPropagation(time.Now(), []string{"cattle-fleet-system/gitjob"})
-	if _, err := handler("cattle-fleet-system/gitjob", d); err == nil {
+	if _, err := handler("cattle-fleet-system/gitjob", gitjob(fleetEnv)); err == nil {
 		t.Fatal("want Detect's error")
 	}
 	c.mu.Lock()

@@ -201,9 +201,25 @@ func (in *Installation) Calm(t testing.TB, quiet, limit time.Duration) {
 // only then: a quiet window can end before it does).
 func (in *Installation) pending(t testing.TB) []string {
 	t.Helper()
+	st, ok := in.ElectionStatus(t)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, c := range st.Components {
+		if c.Pending != nil {
+			out = append(out, c.Component+" until "+c.SettlesAt)
+		}
+	}
+	return out
+}
+
+// ElectionStatus reads leasetune's ElectionStatus; false when there is none.
+func (in *Installation) ElectionStatus(t testing.TB) (electionstatus.Status, bool) {
+	t.Helper()
 	u, err := in.Dyn.Resource(ElectionStatuses).Get(context.Background(), electionstatus.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return electionstatus.Status{}, false
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -215,13 +231,7 @@ func (in *Installation) pending(t testing.TB) []string {
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatalf("the ElectionStatus: %v", err)
 	}
-	var out []string
-	for _, c := range st.Status.Components {
-		if c.Pending != nil {
-			out = append(out, c.Component+" until "+c.SettlesAt)
-		}
-	}
-	return out
+	return st.Status, true
 }
 
 // agentBehind says how the local fleet-agent lags the agent triple on

@@ -278,13 +278,13 @@ func Test12ImportedDay2OpsPlans(t *testing.T) {
 	// only imported cluster whose writes re-plan nodes.
 	framework.Within(t, 2*time.Minute, "the ElectionStatus counts this cluster as re-planning", func() bool {
 		n := 0
-		for _, g := range electionStatus(t).Agents.Groups {
+		for _, g := range es(t).Agents.Groups {
 			if g.Replans && !g.Provisioned {
 				n += g.Count
 			}
 		}
 		return n == 1
-	}, func() string { b, _ := json.Marshal(electionStatus(t).Agents); return string(b) })
+	}, func() string { b, _ := json.Marshal(es(t).Agents); return string(b) })
 
 	// The state an earlier leasetune left, written while it does not run.
 	scale(t, framework.LeasetuneNamespace, "leasetune", 0)
@@ -390,21 +390,10 @@ func Test12ImportedDay2OpsPlans(t *testing.T) {
 	rec.gapped(t, gaps)
 }
 
-// electionStatus reads leasetune's ElectionStatus.
-func electionStatus(t *testing.T) electionstatus.Status {
-	t.Helper()
-	u, err := in.Dyn.Resource(framework.ElectionStatuses).Get(context.Background(), electionstatus.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st struct {
-		Status electionstatus.Status `json:"status"`
-	}
-	b, _ := json.Marshal(u.Object)
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Status
+// es is leasetune's ElectionStatus (empty while there is none).
+func es(t *testing.T) electionstatus.Status {
+	st, _ := in.ElectionStatus(t)
+	return st
 }
 
 func conditionsOf(u *unstructured.Unstructured) []string {
