@@ -5,7 +5,6 @@
 package admission_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -18,12 +17,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if root, err = framework.RepoRoot(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(framework.Main(m, &cp, framework.Options{
+	os.Exit(framework.MainAtRoot(m, &cp, &root, framework.Options{
 		RepoCRDs: []string{framework.SettingCRD, framework.ManagementCRD}, SharedCRDs: []string{framework.FleetClusterCRD},
 	}))
 }

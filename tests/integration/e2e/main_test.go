@@ -12,8 +12,6 @@ package e2e_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"leasetune.io/leasetune/tests/integration/framework"
@@ -30,22 +28,14 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	root, err := framework.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	dir, err := os.MkdirTemp("", "leasetune-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	binary = filepath.Join(dir, "leasetune")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/leasetune")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build leasetune:", err)
+	if binary, err = framework.BuildLeasetune(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	c, err := framework.Start(framework.Options{

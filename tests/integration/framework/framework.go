@@ -219,6 +219,34 @@ func Main(m interface{ Run() int }, cp **ControlPlane, opts Options) int {
 	return code
 }
 
+// BuildLeasetune builds the leasetune binary of this repository into dir
+// and returns its path.
+func BuildLeasetune(dir string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "leasetune")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/leasetune")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build leasetune: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// MainAtRoot is Main that first stores the repository's root in *root
+// (RepoRoot), for the tests that read files of the repository.
+func MainAtRoot(m interface{ Run() int }, cp **ControlPlane, root *string, opts Options) int {
+	r, err := RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*root = r
+	return Main(m, cp, opts)
+}
+
 // MainWithAuditLog is Main with the kube-apiserver writing an audit log to
 // a temporary file, whose path it stores in *auditLog first; the file is
 // removed afterwards.

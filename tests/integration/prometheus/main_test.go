@@ -62,11 +62,8 @@ func run(m *testing.M) int {
 	defer func() { _ = os.RemoveAll(dir) }()
 	prometheusBin, noPrometheus = findPrometheus(root)
 	operatorBin, noOperator = findOperator(root)
-	binary = filepath.Join(dir, "leasetune")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/leasetune")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build leasetune:", err)
+	if binary, err = framework.BuildLeasetune(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	auditLog = filepath.Join(dir, "audit.log")

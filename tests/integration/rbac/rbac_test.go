@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -49,12 +48,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if root, err = framework.RepoRoot(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(framework.Main(m, &cp, framework.Options{
+	os.Exit(framework.MainAtRoot(m, &cp, &root, framework.Options{
 		RepoCRDs:   []string{framework.SettingCRD, framework.ManagementCRD, framework.StatusCRD},
 		SharedCRDs: []string{framework.FleetClusterCRD, framework.ProvisioningCRD},
 	}))

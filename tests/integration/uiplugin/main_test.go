@@ -9,7 +9,6 @@
 package uiplugin_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -22,14 +21,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if root, err = framework.RepoRoot(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	// The UIPlugin CRD is not installed here: the tests install it when
 	// they need a Rancher (installUIPluginCRD).
-	os.Exit(framework.Main(m, &cp, framework.Options{
+	os.Exit(framework.MainAtRoot(m, &cp, &root, framework.Options{
 		RepoCRDs:   []string{framework.SettingCRD, framework.ManagementCRD, framework.StatusCRD},
 		SharedCRDs: []string{framework.FleetClusterCRD, framework.ProvisioningCRD},
 	}))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -252,11 +251,9 @@ func contains(l []string, s string) bool {
 // buildBinary builds bin/leasetune's command into a temporary folder.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "leasetune")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/leasetune")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := framework.BuildLeasetune(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
