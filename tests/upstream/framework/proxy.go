@@ -17,6 +17,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -80,20 +81,28 @@ func (sp *ServiceProxy) fail(format string, args ...interface{}) {
 	sp.mu.Unlock()
 }
 
+// serve serves Service svcKey, and again each time it is made anew (a
+// helm uninstall and install gives it another ClusterIP): the addresses
+// of the Services it served before stay, unused.
 func (sp *ServiceProxy) serve(ctx context.Context, svcKey, depKey string) {
 	ns, name, _ := strings.Cut(svcKey, "/")
-	var svc *corev1.Service
+	var served types.UID
 	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		s, err := sp.cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil || s.Spec.ClusterIP == "" || s.Spec.ClusterIP == corev1.ClusterIPNone {
+		if err != nil || s.Spec.ClusterIP == "" || s.Spec.ClusterIP == corev1.ClusterIPNone || s.UID == served {
 			return false, nil
 		}
-		svc = s
-		return true, nil
+		served = s.UID
+		sp.serveService(ctx, s, svcKey, depKey)
+		return false, nil
 	})
-	if svc == nil {
-		return
-	}
+}
+
+// serveService serves one version of the Service: its ClusterIP on the
+// loopback device, a listener per port, then (once a pod runs) its
+// Endpoints and EndpointSlice.
+func (sp *ServiceProxy) serveService(ctx context.Context, svc *corev1.Service, svcKey, depKey string) {
+	ns, name := svc.Namespace, svc.Name
 	ip := svc.Spec.ClusterIP
 	if out, err := exec.Command("ip", "addr", "add", ip+"/32", "dev", "lo").CombinedOutput(); err != nil && !strings.Contains(string(out), "File exists") {
 		sp.fail("add %s to lo for Service %s: %v %s", ip, svcKey, err, out)
