@@ -46,10 +46,14 @@ func TestCheckState(t *testing.T) {
 
 // A shim's socket: sha256 of <containerd's address>/<namespace>/<id>
 // under /run/containerd/s (containerd runtime/v2/shim/util_unix.go).
+// The state folder is the test's own: a node of make cluster up on this
+// machine (its state under /var/lib/leasetune-cluster, its logs linked
+// from /var/log/containers) adds nothing.
 func TestOutsideFiles(t *testing.T) {
-	c := &cluster{state: "/var/lib/leasetune-cluster"}
+	state := t.TempDir()
+	c := &cluster{state: state}
 	got := c.outsideFiles([]string{"abc"})
-	sum := sha256.Sum256([]byte("/var/lib/leasetune-cluster/run/containerd/containerd.sock/k8s.io/abc"))
+	sum := sha256.Sum256([]byte(state + "/run/containerd/containerd.sock/k8s.io/abc"))
 	want := []string{fmt.Sprintf("/run/containerd/s/%x", sum),
 		"/var/lib/cni/results/leasetune-abc-eth0", "/var/lib/cni/results/cni-loopback-abc-lo"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
