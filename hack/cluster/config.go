@@ -72,7 +72,9 @@ func (c *cluster) cniConfig() string {
 // driver) below a cgroupRoot of the node's own, cgroup v1 allowed (this
 // machine's), the pods' logs in the state folder, no image garbage
 // collection (the images are imported, never pulled), eviction only at
-// the very end of memory and disk.
+// the very end of memory and disk: the node shares the machine's disk,
+// where the kubelet's default of 10% (or any share) of a large, mostly
+// full disk can be gigabytes, and pods were evicted with a few GiB free.
 func (c *cluster) kubeletConfig() string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -95,11 +97,11 @@ oomScoreAdj: 0
 imageGCHighThresholdPercent: 100
 evictionHard:
   memory.available: 100Mi
-  nodefs.available: 1%%
-  imagefs.available: 1%%
+  nodefs.available: %[6]s
+  imagefs.available: %[6]s
   nodefs.inodesFree: 1%%
 serializeImagePulls: false
-`, nodeIP, c.p("pki/ca.crt"), c.socket(), cgroupName, c.p("pod-logs"))
+`, nodeIP, c.p("pki/ca.crt"), c.socket(), cgroupName, c.p("pod-logs"), evictionDiskFree)
 }
 
 // kubeProxyConfig: iptables, masquerading all Service traffic so that
@@ -235,3 +237,11 @@ func (c *cluster) ctr(args ...string) (string, error) {
 	out, err := execOut("ctr", append([]string{"--address", c.socket(), "--namespace", "k8s.io"}, args...)...)
 	return strings.TrimSpace(out), err
 }
+
+// evictionDiskFree is the free disk below which the kubelet evicts pods;
+// minDiskFree, which up requires on the state folder's filesystem, leaves
+// the node's images, logs and etcd room above it.
+const (
+	evictionDiskFree = "256Mi"
+	minDiskFree      = 1 << 30
+)

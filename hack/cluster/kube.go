@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -180,7 +181,7 @@ func (c *cluster) installChart(ctx context.Context, k *kube) error {
 		"--namespace", leasetuneNS, "--create-namespace", "--set", "image.repository=leasetune",
 		"--kubeconfig", kubeconfig, "--wait", "--timeout", "5m")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("helm install: %w: %s", err, out)
+		return fmt.Errorf("helm install: %w: %s\n%s", err, out, c.diagnose(leasetuneNS))
 	}
 	out, err := execOut(filepath.Join(c.assets, "kubectl"), "--kubeconfig", kubeconfig, "label", "namespace", leasetuneNS,
 		"pod-security.kubernetes.io/enforce=restricted", "pod-security.kubernetes.io/enforce-version=latest")
@@ -195,4 +196,42 @@ func (c *cluster) installChart(ctx context.Context, k *kube) error {
 	}
 	logf("helm install leasetune: 2 replicas Ready; namespace %s enforces Pod Security restricted", leasetuneNS)
 	return nil
+}
+
+// diagnose says what a user would look at when pods of ns do not become
+// Ready: the pods and their events, the containers' logs (and the previous
+// run's, after a restart), and the end of the kubelet's and kube-proxy's
+// logs. Each part is best effort: a command that fails says so in place.
+func (c *cluster) diagnose(ns string) string {
+	kubectl := filepath.Join(c.assets, "kubectl")
+	kc := "--kubeconfig=" + c.p("admin.kubeconfig")
+	var b bytes.Buffer
+	run := func(args ...string) {
+		fmt.Fprintf(&b, "--- kubectl %s\n", strings.Join(args, " "))
+		out, _ := exec.Command(kubectl, append([]string{kc}, args...)...).CombinedOutput()
+		b.Write(out)
+	}
+	run("get", "pods", "-A", "-o", "wide")
+	run("-n", ns, "describe", "pods")
+	run("-n", ns, "get", "events", "--sort-by=.lastTimestamp")
+	run("-n", ns, "logs", "-l", "app.kubernetes.io/name=leasetune", "--all-containers", "--prefix", "--tail=60")
+	run("-n", ns, "logs", "-l", "app.kubernetes.io/name=leasetune", "--all-containers", "--prefix", "--tail=30", "--previous")
+	for _, p := range []string{"kubelet", "kube-proxy"} {
+		fmt.Fprintf(&b, "--- the end of %s\n", filepath.Join(c.state, "logs", p+".log"))
+		b.WriteString(tail(filepath.Join(c.state, "logs", p+".log"), 30))
+	}
+	return b.String()
+}
+
+// tail is the last n lines of the file at path, or why it cannot be read.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error() + "\n"
+	}
+	lines := strings.SplitAfter(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "") + "\n"
 }

@@ -26,6 +26,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -147,6 +149,9 @@ func (c *cluster) up(ctx context.Context) error {
 	if err := os.MkdirAll(c.state, 0o755); err != nil {
 		return err
 	}
+	if err := diskFree(c.state, minDiskFree); err != nil {
+		return err
+	}
 	// The marker names the owner (.ci/run's run): down leaves alone a node
 	// made for another.
 	if err := os.WriteFile(c.p(marker), []byte(os.Getenv(ownerEnv)+"\n"), 0o644); err != nil {
@@ -244,5 +249,20 @@ func (c *cluster) up(ctx context.Context) error {
 
 Logs: %s/logs/
 `, c.p("admin.kubeconfig"), filepath.Join(c.assets, "kubectl"), leasetuneNS, c.state)
+	return nil
+}
+
+// diskFree refuses a state folder on a filesystem with less than min bytes
+// free to an unprivileged user: below evictionDiskFree the kubelet evicts
+// every pod, and the chart's install would wait for pods that never run.
+func diskFree(dir string, min uint64) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("free disk of %s: %w", dir, err)
+	}
+	if free := st.Bavail * uint64(st.Bsize); free < min {
+		return fmt.Errorf("%s: %d MiB free on its filesystem; the node needs %d MiB (the kubelet evicts pods below %s): free some disk, or choose another -state",
+			dir, free>>20, min>>20, evictionDiskFree)
+	}
 	return nil
 }

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
 )
 
 // checkState guards what down removes: only a folder up made.
@@ -58,5 +61,33 @@ func TestOutsideFiles(t *testing.T) {
 		"/var/lib/cni/results/leasetune-abc-eth0", "/var/lib/cni/results/cni-loopback-abc-lo"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("outsideFiles = %v, want %v", got, want)
+	}
+}
+
+// The node shares the machine's disk: the kubelet evicts only at an
+// absolute, small free space (with the default 10%, or 1%, of a 252 GiB
+// disk, pods were evicted with 2.5 GiB free and the chart's install timed
+// out), and up refuses a disk that cannot hold the node.
+func TestDiskThresholds(t *testing.T) {
+	c := &cluster{state: "/var/lib/leasetune-cluster"}
+	var kc struct {
+		EvictionHard map[string]string `json:"evictionHard"`
+	}
+	if err := yaml.Unmarshal([]byte(c.kubeletConfig()), &kc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"nodefs.available", "imagefs.available"} {
+		v := kc.EvictionHard[k]
+		if q, err := resource.ParseQuantity(v); err != nil || strings.HasSuffix(v, "%") || q.Value() >= minDiskFree {
+			t.Errorf("evictionHard %s = %q: want an absolute quantity below minDiskFree (%d)", k, v, minDiskFree)
+		}
+	}
+	dir := t.TempDir()
+	if err := diskFree(dir, 1); err != nil {
+		t.Errorf("diskFree(%s, 1): %v", dir, err)
+	}
+	err := diskFree(dir, 1<<62)
+	if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "MiB free") {
+		t.Errorf("diskFree(%s, 4 EiB) = %v: want an error naming the folder and the free MiB", dir, err)
 	}
 }
