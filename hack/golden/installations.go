@@ -513,5 +513,15 @@ func installations() []installation {
 		out = append(out, setup{effective: atDefaults, channel: fleet.ChannelAgentManagement, ctrlEnv: chartCtrl, amEnv: chartAgent, fleetVersion: "v0.16.1",
 			rancher: rancherDeployment("v2.15.0", 3, nil, nil), clusters: cl}.build("agentmanagement beside Rancher v2.15, old entries on imported clusters (day-2 operations)"))
 	}
+	// No Fleet Deployments, so no channel: leasetune's earlier entries on
+	// the clusters wait (the agentenv controller writes no cluster until
+	// it knows the channel).
+	{
+		var cl clusters
+		rec := map[string]string{agentenv.RecordAnnotation: owned("40s", "30s", "5s")}
+		cl.standalone("waits-1", rec, cattle("40s", "30s", "5s"))
+		cl.standalone("waits-2", rec, cattle("40s", "30s", "5s"))
+		out = append(out, setup{effective: atDefaults, noFleet: true, clusters: cl}.build("no Fleet Deployments: the clusters' earlier entries wait for the channel"))
+	}
 	return out
 }

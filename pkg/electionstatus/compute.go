@@ -12,7 +12,7 @@ import (
 	"leasetune.io/leasetune/pkg/agentenv"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/election"
-	"leasetune.io/leasetune/pkg/fleet"
+	"leasetune.io/leasetune/pkg/evaluation"
 	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/locks"
@@ -51,18 +51,12 @@ func Compute(snap *inventory.Snapshot, triples map[settings.Component]settings.C
 	if snap.Channel != "" {
 		st.Fleet.ChannelExplain = snap.Channel.Explain()
 	}
-	agent := triples[settings.FleetAgent]
-	if agent.HasEffective {
-		ctrl := triples[settings.FleetController]
-		in := fleetenv.Inputs{Controller: ctrl.Effective, ControllerOK: ctrl.HasEffective,
-			Agent: agent.Effective, AgentOK: true, Channel: snap.Channel}
-		if err := snap.JudgeAgents(in); err != nil {
-			st.Fleet.JudgeProblem = err.Error()
-		}
+	if p := evaluation.FleetOf(snap, triples).JudgeProblem; p != nil {
+		st.Fleet.JudgeProblem = p.Error()
 	}
-	st.RancherConfig = rancherConfig(snap, triples)
-	st.Rancher = rancherStatus(snap, triples[settings.Rancher], opts)
-	st.Agents, st.Clusters, st.ClustersNotListed = agents(snap, agent, opts.Memo)
+	st.RancherConfig = rancherConfig(evaluation.RancherConfigOf(snap, triples))
+	st.Rancher = rancherStatus(evaluation.RancherOf(snap, triples[settings.Rancher]), opts)
+	st.Agents, st.Clusters, st.ClustersNotListed = agents(snap, triples[settings.FleetAgent], opts.Memo)
 	return st
 }
 
@@ -110,11 +104,10 @@ func component(snap *inventory.Snapshot, c settings.Component, cs settings.Compo
 }
 
 // targets are the containers whose env a change of component c's triple
-// writes: every Fleet container of the Fleet target Deployments
-// (CATTLE_ELECTION_*) for fleet-controller; fleet-agentmanagement's
-// FLEET_AGENT_ELECTION_* for fleet-agent, on the agentmanagement channel
-// or where they are already set (fleetenv.Desired); the rancher
-// container for rancher.
+// writes (fleetenv.Prefixes): CATTLE_ELECTION_* of every Fleet container
+// of the Fleet target Deployments for fleet-controller,
+// FLEET_AGENT_ELECTION_* of fleet-agentmanagement where leasetune keeps
+// them for fleet-agent, the rancher container for rancher.
 func targets(snap *inventory.Snapshot, c settings.Component) []Target {
 	var out []Target
 	add := func(d *appsv1.Deployment, ctr corev1.Container, p election.EnvPrefix) {
@@ -126,22 +119,19 @@ func targets(snap *inventory.Snapshot, c settings.Component) []Target {
 		}
 		out = append(out, t)
 	}
+	want := election.CattlePrefix
+	if c == settings.FleetAgent {
+		want = election.FleetAgentPrefix
+	}
 	switch c {
 	case settings.FleetController, settings.FleetAgent:
 		for i := range snap.FleetDeployments {
 			d := &snap.FleetDeployments[i]
-			if !fleet.IsTarget(d) {
-				continue
-			}
 			for _, ctr := range d.Spec.Template.Spec.Containers {
-				if !fleet.IsFleetContainer(ctr.Name) {
-					continue
-				}
-				if c == settings.FleetController {
-					add(d, ctr, election.CattlePrefix)
-				} else if ctr.Name == fleet.AgentManagementContainer &&
-					(snap.Channel == fleet.ChannelAgentManagement || owns(ctr.Env, election.FleetAgentPrefix)) {
-					add(d, ctr, election.FleetAgentPrefix)
+				for _, p := range fleetenv.Prefixes(d, ctr, snap.Channel) {
+					if p == want {
+						add(d, ctr, p)
+					}
 				}
 			}
 		}
@@ -158,15 +148,6 @@ func targets(snap *inventory.Snapshot, c settings.Component) []Target {
 		return out[i].Object+" "+out[i].Container < out[j].Object+" "+out[j].Container
 	})
 	return out
-}
-
-func owns(env []corev1.EnvVar, p election.EnvPrefix) bool {
-	for _, e := range env {
-		if p.Owns(e.Name) {
-			return true
-		}
-	}
-	return false
 }
 
 func envVarOf(e corev1.EnvVar) EnvVar {
@@ -186,21 +167,17 @@ func envVarsOf(env []corev1.EnvVar) []EnvVar {
 
 // rancherConfig reads the leaderElection.* and agent.leaderElection.* keys
 // of rancher-config's fleet values as written, and whether leasetune
-// leaves the ConfigMap alone (fleetenv.MergeChartValues refuses it).
-func rancherConfig(snap *inventory.Snapshot, triples map[settings.Component]settings.ComponentStatus) RancherConfig {
-	cm := snap.RancherConfig
-	if cm == nil {
+// leaves the ConfigMap alone.
+func rancherConfig(rc *evaluation.RancherConfig) RancherConfig {
+	if rc == nil {
 		return RancherConfig{}
 	}
-	out := RancherConfig{Present: true, Object: "ConfigMap " + snap.Options.RancherNamespace + "/" + fleetenv.RancherConfigName}
-	doc := cm.Data[fleetenv.RancherConfigKey]
-	ctrl, agent := triples[settings.FleetController], triples[settings.FleetAgent]
-	if _, _, err := fleetenv.MergeChartValues(doc, ctrl.Effective, ctrl.HasEffective, agent.Effective, agent.HasEffective); err != nil {
-		out.Problem = err.Error()
+	out := RancherConfig{Present: true, Object: rc.Ref, SchemaProblems: rc.Problems}
+	if rc.Err != nil {
+		out.Problem = rc.Err.Error()
 	}
-	out.SchemaProblems = fleetenv.ChartValueProblems(doc)
 	var values map[string]interface{}
-	if yaml.Unmarshal([]byte(doc), &values) != nil {
+	if yaml.Unmarshal([]byte(rc.Doc), &values) != nil {
 		return out
 	}
 	out.Controller = chartTriple(values, "leaderElection")
@@ -240,31 +217,25 @@ func chartTriple(m map[string]interface{}, key string) *Triple {
 	return &t
 }
 
-func rancherStatus(snap *inventory.Snapshot, cs settings.ComponentStatus, opts Options) Rancher {
-	d := snap.Rancher
-	if d == nil {
+func rancherStatus(ra *evaluation.Rancher, opts Options) Rancher {
+	if ra == nil {
 		return Rancher{}
 	}
-	out := Rancher{Present: true, Replicas: snap.RancherReplicas, Managed: opts.RancherEnv,
-		ClusterAgentsRead: snap.RancherVersion.ClusterAgentReadsElectionEnv()}
+	out := Rancher{Present: true, Replicas: ra.Replicas, Managed: opts.RancherEnv,
+		ClusterAgentsRead: ra.Version.ClusterAgentReadsElectionEnv()}
 	minor := 0
-	if snap.RancherVersion.Known {
-		out.Version = snap.RancherVersion.String()
-		minor = snap.RancherVersion.Minor
+	if ra.Version.Known {
+		out.Version = ra.Version.String()
+		minor = ra.Version.Minor
 	}
 	out.LocksLeftAlone = locks.LeftAloneSummaries(minor)
-	for _, ctr := range d.Spec.Template.Spec.Containers {
-		if ctr.Name == rancher.Container {
-			if t, ok := rancher.Runs(ctr.Env, snap.RancherVersion); ok {
-				out.Runs = TripleOf(t)
-			}
-		}
+	if ra.RunsKnown {
+		out.Runs = TripleOf(ra.Runs)
 	}
-	dec := rancherenv.Decide(d, rancherenv.Input{Triple: cs.Effective, OK: cs.HasEffective, Version: snap.RancherVersion})
-	if dec.Problem != rancherenv.ProblemNone {
+	if dec := ra.Decision; dec.Problem != rancherenv.ProblemNone {
 		out.Problem = fmt.Sprintf("%s: %s", dec.Problem, dec.Reason)
 	}
-	if p, why := rancherenv.WriteProblem(d); p != rancherenv.ProblemNone {
+	if p, why := rancherenv.WriteProblem(ra.Deployment); p != rancherenv.ProblemNone {
 		out.WriteProblem = fmt.Sprintf("%s: %s", p, why)
 	}
 	return out

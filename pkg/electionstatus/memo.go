@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"leasetune.io/leasetune/pkg/agentenv"
+	"leasetune.io/leasetune/pkg/evaluation"
 	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/settings"
@@ -163,8 +164,8 @@ func deriveOutcome(c *inventory.Cluster, agent settings.ComponentStatus, ch flee
 		}
 		return o
 	}
-	rt := c.Routing
-	facts := agentenv.FactsOf(rt.Target)
+	ev := evaluation.ClusterOf(c, agent, ch)
+	rt, facts := ev.Routing, ev.Facts
 	g := Group{RancherManaged: rt.RancherManaged, Provisioned: rt.Provisioned, Replans: rt.Replans, ClusterAgentReads: rt.ClusterAgentReads,
 		Entries: envVarsOf(facts.Entries), Record: facts.Record, Malformed: facts.Malformed, Overrides: overridesOf(facts)}
 	if rt.TargetRef.GVR != fleet.ClusterGVR {
@@ -174,8 +175,7 @@ func deriveOutcome(c *inventory.Cluster, agent settings.ComponentStatus, ch flee
 	o := outcome{key: string(key), group: g}
 	cl := Cluster{Name: name, Source: rt.TargetRef.String(), Overrides: g.Overrides}
 	status := rt.Target.GetAnnotations()[agentenv.StatusAnnotation]
-	if agent.HasEffective && ch != "" {
-		d := agentenv.Decide(agentenv.Input{Facts: facts, Global: agent.Effective, Channel: ch, ClusterAgentReads: rt.ClusterAgentReads})
+	if d := ev.Decision; ev.Decided {
 		if len(g.Overrides) > 0 && d.Problem != agentenv.ProblemInvalid {
 			cl.Effective = TripleOf(d.Effective)
 		}

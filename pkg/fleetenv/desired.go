@@ -38,28 +38,39 @@ type ContainerEnv struct {
 // already has FLEET_AGENT_ELECTION_* entries (they are kept current, never
 // removed). A triple that is not known, or does not validate, is not written.
 func Desired(d *appsv1.Deployment, in Inputs) []ContainerEnv {
-	if !fleet.IsTarget(d) {
-		return nil
-	}
 	ctrlOK := in.ControllerOK && in.Controller.Validate() == nil
 	agentOK := in.AgentOK && in.Agent.Validate() == nil
 	var out []ContainerEnv
 	for _, c := range d.Spec.Template.Spec.Containers {
-		if !fleet.IsFleetContainer(c.Name) {
-			continue
-		}
 		var env []corev1.EnvVar
-		if ctrlOK && differs(c.Env, election.CattlePrefix, in.Controller) {
-			env = append(env, election.CattlePrefix.Env(in.Controller)...)
-		}
-		if c.Name == fleet.AgentManagementContainer && agentOK &&
-			(in.Channel == fleet.ChannelAgentManagement || present(c.Env, election.FleetAgentPrefix)) &&
-			differs(c.Env, election.FleetAgentPrefix, in.Agent) {
-			env = append(env, election.FleetAgentPrefix.Env(in.Agent)...)
+		for _, p := range Prefixes(d, c, in.Channel) {
+			t, ok := in.Controller, ctrlOK
+			if p == election.FleetAgentPrefix {
+				t, ok = in.Agent, agentOK
+			}
+			if ok && differs(c.Env, p, t) {
+				env = append(env, p.Env(t)...)
+			}
 		}
 		if len(env) > 0 {
 			out = append(out, ContainerEnv{Container: c.Name, Env: env})
 		}
+	}
+	return out
+}
+
+// Prefixes are the env prefixes leasetune keeps in container c of d on
+// channel ch: CATTLE_ELECTION_* (the controller triple) in every Fleet
+// container of a target Deployment, and FLEET_AGENT_ELECTION_* (the agent
+// triple) in fleet-agentmanagement on the agentmanagement channel, or
+// where they are already set (kept current, never removed).
+func Prefixes(d *appsv1.Deployment, c corev1.Container, ch fleet.AgentChannel) []election.EnvPrefix {
+	if !fleet.IsTarget(d) || !fleet.IsFleetContainer(c.Name) {
+		return nil
+	}
+	out := []election.EnvPrefix{election.CattlePrefix}
+	if c.Name == fleet.AgentManagementContainer && (ch == fleet.ChannelAgentManagement || present(c.Env, election.FleetAgentPrefix)) {
+		out = append(out, election.FleetAgentPrefix)
 	}
 	return out
 }

@@ -1,9 +1,9 @@
 // Package plan computes, from the current state of a cluster and without
 // writing anything, every write the controllers would make (`leasetune
 // plan`), and every entry the project has written that `leasetune cleanup`
-// would remove. It reads the installation once (pkg/inventory), then
-// computes with the same pure functions the controllers use (FromSnapshot),
-// so the listing is what they would do.
+// would remove. It reads the installation once (pkg/inventory), evaluates
+// it with pkg/evaluation, whose decisions are the controllers' own
+// functions, and renders the evaluation as writes (FromSnapshot).
 package plan
 
 import (
@@ -13,19 +13,15 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"leasetune.io/leasetune/pkg/agentenv"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/election"
+	"leasetune.io/leasetune/pkg/evaluation"
 	"leasetune.io/leasetune/pkg/fleet"
-	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/locks"
 	"leasetune.io/leasetune/pkg/rancher"
@@ -152,80 +148,68 @@ func FromSnapshot(snap *inventory.Snapshot, set []Assignment) *Report {
 	if r.Triples, err = settings.Snapshot(objs, stateData); err != nil {
 		r.LeftAlone = append(r.LeftAlone, "state: "+err.Error())
 	}
-	ctrl, agent := r.Triples[settings.FleetController], r.Triples[settings.FleetAgent]
-	in := fleetenv.Inputs{Controller: ctrl.Effective, ControllerOK: ctrl.HasEffective,
-		Agent: agent.Effective, AgentOK: agent.HasEffective, Channel: r.Channel}
-	if in.AgentOK {
-		if err := snap.JudgeAgents(in); err != nil {
-			in.AgentOK = false // the controller keeps the agents' triple too
-			r.LeftAlone = append(r.LeftAlone, "fleet-agentmanagement FLEET_AGENT_ELECTION_*: "+err.Error())
+	ev := evaluation.Evaluate(snap, r.Triples)
+	if ev.Fleet.JudgeProblem != nil {
+		// The controller keeps the agents' triple too.
+		r.LeftAlone = append(r.LeftAlone, "fleet-agentmanagement FLEET_AGENT_ELECTION_*: "+ev.Fleet.JudgeProblem.Error())
+	}
+	r.planFleet(ev.Fleet)
+	r.planRancherConfig(ev.RancherConfig)
+	r.planRancher(ev.Rancher)
+	var before []evaluation.Cluster
+	if b, ok := r.Before[settings.FleetAgent]; ok && b.HasEffective {
+		for i := range snap.Clusters {
+			before = append(before, evaluation.ClusterOf(&snap.Clusters[i], b, snap.Channel))
 		}
 	}
-	r.planFleet(in)
-	r.planRancherConfig(ctrl, agent)
-	r.planRancher()
-	r.planClusters(agent)
+	r.planClusters(ev.Clusters, before)
 	return r
 }
 
-// planFleet adds the Fleet Deployments' env entries (fleetenv.Desired).
-func (r *Report) planFleet(in fleetenv.Inputs) {
-	r.fleetLocks = r.snap.FleetLocks()
-	for i := range r.snap.FleetDeployments {
-		d := &r.snap.FleetDeployments[i]
-		for _, ch := range fleetenv.Desired(d, in) {
-			for _, e := range ch.Env {
-				if old := envValue(d, ch.Container, e.Name); old == e.Value || sameDuration(old, e.Value) {
-					continue // rewritten with the value it has: no change
-				}
-				restarts, kinds := "a rollout of "+d.Name, restart.Set{restart.DeploymentRollout}
-				if election.FleetAgentPrefix.Owns(e.Name) {
-					// fleet-agentmanagement re-renders every agent bundle when it
-					// restarts with new FLEET_AGENT_ELECTION_* (docs/design.md, "How the timings reach each process").
-					restarts += ", then every fleet-agent (fleet-agentmanagement re-renders every agent)"
-					kinds = append(kinds, restart.FleetAgent)
-					r.agentRollout = true
-				}
-				r.Changes = append(r.Changes, Change{
-					Object: "Deployment " + d.Namespace + "/" + d.Name, Field: "container " + ch.Container + " env " + e.Name,
-					Old: envValue(d, ch.Container, e.Name), New: e.Value, Restarts: restarts, Kinds: kinds,
-				})
+// planFleet adds the Fleet Deployments' env changes.
+func (r *Report) planFleet(f evaluation.Fleet) {
+	r.fleetLocks = f.Locks
+	r.agentRollout = f.AgentsRedeployed
+	for _, w := range f.Writes {
+		d := w.Deployment
+		for _, e := range w.Env {
+			restarts := "a rollout of " + d.Name
+			if e.Restarts.Has(restart.FleetAgent) {
+				restarts += ", then every fleet-agent (fleet-agentmanagement re-renders every agent)"
 			}
+			r.Changes = append(r.Changes, Change{
+				Object: "Deployment " + d.Namespace + "/" + d.Name, Field: "container " + e.Container + " env " + e.Name,
+				Old: e.Old, New: e.New, Restarts: restarts, Kinds: e.Restarts,
+			})
 		}
 	}
 }
 
-// planRancherConfig adds rancher-config's Fleet chart values
-// (fleetenv.MergeChartValues).
-func (r *Report) planRancherConfig(ctrl, agent settings.ComponentStatus) {
-	cm := r.snap.RancherConfig
-	if cm == nil {
+// planRancherConfig adds rancher-config's Fleet chart values.
+func (r *Report) planRancherConfig(rc *evaluation.RancherConfig) {
+	if rc == nil {
 		return
 	}
-	ns := r.snap.Options.RancherNamespace
-	merged, changed, err := fleetenv.MergeChartValues(cm.Data[fleetenv.RancherConfigKey], ctrl.Effective, ctrl.HasEffective, agent.Effective, agent.HasEffective)
-	after := cm.Data[fleetenv.RancherConfigKey]
+	ref := rc.Ref
 	switch {
-	case err != nil:
-		r.LeftAlone = append(r.LeftAlone, "ConfigMap "+ns+"/rancher-config: "+err.Error())
-	case changed:
-		after = merged
-		r.Changes = append(r.Changes, Change{Object: "ConfigMap " + ns + "/rancher-config",
-			Field: "data.fleet (leaderElection.*, agent.leaderElection.*)", Old: "…", New: "\n" + merged,
+	case rc.Err != nil:
+		r.LeftAlone = append(r.LeftAlone, ref+": "+rc.Err.Error())
+	case rc.Changed:
+		r.Changes = append(r.Changes, Change{Object: ref,
+			Field: "data.fleet (leaderElection.*, agent.leaderElection.*)", Old: "…", New: "\n" + rc.Merged,
 			Restarts: "nothing now; Rancher's next Fleet chart upgrade keeps these values"})
 	}
 	// What stays after the writes and Fleet v0.16's chart refuses.
-	for _, p := range fleetenv.ChartValueProblems(after) {
-		r.LeftAlone = append(r.LeftAlone, "ConfigMap "+ns+"/rancher-config: "+p)
+	for _, p := range rc.ProblemsAfter {
+		r.LeftAlone = append(r.LeftAlone, ref+": "+p)
 	}
 }
 
 // planRancher adds the Rancher Deployment's CATTLE_ELECTION_* entries for
-// the lock kube-system/cattle-controllers (rancherenv.Decide), and what
-// that lock costs now and after.
-func (r *Report) planRancher() {
-	d := r.snap.Rancher
-	if d == nil {
+// the lock kube-system/cattle-controllers, and what that lock costs now
+// and after.
+func (r *Report) planRancher(ra *evaluation.Rancher) {
+	if ra == nil {
 		// No Rancher here: the rancher-leader-election-* settings reach
 		// nothing. Said only when they are set to something else than
 		// what Rancher runs anyway.
@@ -236,62 +220,24 @@ func (r *Report) planRancher() {
 		}
 		return
 	}
-	r.rancherReplicas = r.snap.RancherReplicas
+	r.rancherLock, r.rancherReplicas = true, ra.Replicas
+	r.rancherLocksBefore, r.rancherLocksAfter = ra.LockBefore, ra.LockAfter
+	d, dec := ra.Deployment, ra.Decision
 	ref := "Deployment " + d.Namespace + "/" + d.Name
-	runs := func(env []corev1.EnvVar) (election.Timings, bool) { return rancher.Runs(env, r.snap.RancherVersion) }
-	// One lock candidate per replica: a leader and replicas-1 followers;
-	// none at 0 replicas.
-	lockCost := func(t election.Timings) float64 {
-		if r.rancherReplicas < 1 {
-			return 0
-		}
-		return election.CostOf(t, r.rancherReplicas-1, election.Supported).TotalRequestsPerHour()
-	}
-	var env []corev1.EnvVar
-	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name == rancher.Container {
-			env = c.Env
-		}
-	}
-	has := func(name string) bool {
-		for _, e := range env {
-			if e.Name == name {
-				return true
-			}
-		}
-		return false
-	}
-	now, _ := runs(env)
-	r.rancherLocksBefore = lockCost(now)
-	r.rancherLocksAfter = r.rancherLocksBefore
-	st := r.Triples[settings.Rancher]
-	dec := rancherenv.Decide(d, rancherenv.Input{Triple: st.Effective, OK: st.HasEffective, Version: r.snap.RancherVersion})
-	restarts := fmt.Sprintf("a rollout of every Rancher replica (%d)", r.rancherReplicas)
 	switch {
 	case dec.Problem == rancherenv.ProblemNotReady:
 		r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("%s: its CATTLE_ELECTION_* entries wait until it is settled: %s", ref, dec.Reason))
 	case dec.Problem != rancherenv.ProblemNone:
 		r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("%s: %s", ref, dec.Reason))
-	case dec.Write && dec.Remove:
-		for _, n := range election.CattlePrefix.EnvNames() {
-			if !has(n) {
-				continue // one removed by hand: nothing to remove
-			}
-			r.Changes = append(r.Changes, Change{Object: ref, Field: "container rancher env " + n,
-				Old: envValue(d, rancher.Container, n), New: "(removed: Rancher's built-in 45s/30s/2s)", Restarts: restarts, Kinds: restart.Set{restart.RancherRollout}})
-		}
-		r.rancherLocksAfter = lockCost(election.WranglerDefaults)
-	case dec.Write:
-		for _, e := range dec.Env {
-			if old := envValue(d, rancher.Container, e.Name); old == e.Value {
-				continue
-			}
-			r.Changes = append(r.Changes, Change{Object: ref, Field: "container rancher env " + e.Name,
-				Old: envValue(d, rancher.Container, e.Name), New: e.Value, Restarts: restarts, Kinds: restart.Set{restart.RancherRollout}})
-		}
-		r.rancherLocksAfter = lockCost(st.Effective)
 	}
-	r.rancherLock = true
+	restarts := fmt.Sprintf("a rollout of every Rancher replica (%d)", ra.Replicas)
+	for _, e := range ra.Env {
+		c := Change{Object: ref, Field: "container " + e.Container + " env " + e.Name, Old: e.Old, New: e.New, Restarts: restarts, Kinds: e.Restarts}
+		if e.Removed {
+			c.New = "(removed: Rancher's built-in 45s/30s/2s)"
+		}
+		r.Changes = append(r.Changes, c)
+	}
 }
 
 // propose applies the assignments in order to copies of objs, each checked
@@ -319,12 +265,12 @@ func (r *Report) propose(objs []v3.Setting, stateData map[string]string, set []A
 	return out
 }
 
-// planClusters adds each routed cluster's agent env (agentenv's Decide),
-// what its fleet-agent's lock costs, and which cattle-cluster-agents take
-// the triple.
-func (r *Report) planClusters(agent settings.ComponentStatus) {
+// planClusters adds each routed cluster's agent env, what its
+// fleet-agent's lock costs (and cost before, under the triples before a
+// proposed change), and which cattle-cluster-agents take the triple.
+func (r *Report) planClusters(clusters, before []evaluation.Cluster) {
 	r.clusters = len(r.snap.FleetClusters)
-	for _, c := range r.snap.Clusters {
+	for i, c := range clusters {
 		if c.Err != nil {
 			r.LeftAlone = append(r.LeftAlone, c.Err.Error())
 			continue
@@ -334,87 +280,32 @@ func (r *Report) planClusters(agent settings.ComponentStatus) {
 			r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("the override annotations on %s %s/%s do not apply: they are read from %s",
 				o.GetKind(), o.GetNamespace(), o.GetName(), rt.TargetRef))
 		}
-		if !agent.HasEffective {
+		if !c.Decided {
 			continue
 		}
-		in := agentenv.Input{Facts: agentenv.FactsOf(rt.Target), Global: agent.Effective, Channel: r.Channel, ClusterAgentReads: rt.ClusterAgentReads}
-		d := agentenv.Decide(in)
-		if d.Elects {
-			r.agentLocksAfter += election.CostOf(d.Runs, 0, election.Supported).TotalRequestsPerHour()
-		}
-		if before, ok := r.Before[settings.FleetAgent]; ok && before.HasEffective {
-			in.Global = before.Effective
-			if b := agentenv.Decide(in); b.Elects {
-				r.agentLocksBefore += election.CostOf(b.Runs, 0, election.Supported).TotalRequestsPerHour()
-			}
+		d := c.Decision
+		r.agentLocksAfter += c.AgentLock()
+		if before != nil {
+			r.agentLocksBefore += before[i].AgentLock()
 		}
 		if d.Problem != "" {
 			r.LeftAlone = append(r.LeftAlone, fmt.Sprintf("%s: %s: %v", rt.TargetRef, d.Problem, d.Err))
 		}
 		if d.Change {
 			r.Changes = append(r.Changes, Change{Object: rt.TargetRef.String(), Field: "spec.agentEnvVars",
-				Old: envString(rt.Target), New: envItems(d.Env), Restarts: agentenv.Restarts(rt).String(), Kinds: agentenv.Restarts(rt)})
+				Old: envString(rt.Target), New: envItems(d.Env), Restarts: c.Restarts.String(), Kinds: c.Restarts})
 		}
-		if rt.RancherManaged && r.Rancher.ClusterAgentReadsElectionEnv() {
-			// cattle-cluster-agent gets the source object's agentEnvVars
-			// appended to its own env (docs/design.md, "How the timings reach each process"), so it runs
-			// whatever CATTLE_ELECTION_* entries are there after the write.
-			after := d.Env
-			if !d.Change {
-				items, _, _ := unstructured.NestedSlice(rt.Target.Object, "spec", "agentEnvVars")
-				after = nil
-				for _, it := range items {
-					if m, ok := it.(map[string]interface{}); ok {
-						after = append(after, m)
-					}
-				}
-			}
-			if hasElectionEntries(after) {
-				r.clusterAgentsRetuned++
-			} else {
-				r.clusterAgentsKept++
-			}
+		// cattle-cluster-agent gets the source object's agentEnvVars
+		// appended to its own env (docs/design.md, "How the timings reach
+		// each process"), so it runs whatever CATTLE_ELECTION_* entries
+		// are there after the write.
+		switch retuned, reads := c.ClusterAgentRetuned(); {
+		case retuned:
+			r.clusterAgentsRetuned++
+		case reads:
+			r.clusterAgentsKept++
 		}
 	}
-}
-
-// hasElectionEntries reports whether an agentEnvVars list has a
-// CATTLE_ELECTION_* entry.
-func hasElectionEntries(items []map[string]interface{}) bool {
-	for _, it := range items {
-		if n, _ := it["name"].(string); election.CattlePrefix.Owns(n) {
-			return true
-		}
-	}
-	return false
-}
-
-// sameDuration reports whether two env values parse to the same duration.
-func sameDuration(a, b string) bool {
-	da, err1 := time.ParseDuration(a)
-	db, err2 := time.ParseDuration(b)
-	return err1 == nil && err2 == nil && da == db
-}
-
-// envValue returns the value of env name in a container of d ("" when
-// absent; "(valueFrom)" when it takes its value from a source).
-func envValue(d *appsv1.Deployment, container, name string) string {
-	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name != container {
-			continue
-		}
-		v := ""
-		for _, e := range c.Env {
-			if e.Name == name {
-				v = e.Value
-				if e.ValueFrom != nil {
-					v = "(valueFrom)"
-				}
-			}
-		}
-		return v
-	}
-	return ""
 }
 
 func envString(u *unstructured.Unstructured) string {

@@ -244,3 +244,23 @@ func TestTotalsCountKinds(t *testing.T) {
 		t.Errorf("agent triple: totals %+v, want 1 rollout and 7 fleet-agents", got)
 	}
 }
+
+// No fleet-controller, so no agent channel: the agentenv controller writes
+// no cluster, and plan lists none (it listed the removal of leasetune's
+// earlier entries, a write that never came).
+func TestNoChannelNoClusterWrites(t *testing.T) {
+	s := snapshotWith(nil)
+	fc := kit.FleetCluster("fleet-default", "c1",
+		kit.WithEnv(kit.Env("CATTLE_ELECTION_LEASE_DURATION=30s", "CATTLE_ELECTION_RENEW_DEADLINE=25s", "CATTLE_ELECTION_RETRY_PERIOD=5s")...),
+		kit.WithAnnotations(map[string]string{"leasetune.io/agent-env": `{"CATTLE_ELECTION_LEASE_DURATION":"30s","CATTLE_ELECTION_RENEW_DEADLINE":"25s","CATTLE_ELECTION_RETRY_PERIOD":"5s"}`}))
+	s.FleetClusters = append(s.FleetClusters, *fc)
+	s.Clusters = inventory.Route(s.FleetClusters, nil, nil, rancher.Version{})
+	r := FromSnapshot(s, nil)
+	if len(r.Changes) != 0 {
+		t.Errorf("changes %+v: want none while the channel is unknown", r.Changes)
+	}
+	s.Channel = fleet.ChannelFixedV012
+	if r := FromSnapshot(s, nil); len(r.Changes) != 1 || r.Changes[0].Field != "spec.agentEnvVars" {
+		t.Errorf("on %s, changes %+v: want the removal of leasetune's entries (Fleet renders the names)", s.Channel, r.Changes)
+	}
+}

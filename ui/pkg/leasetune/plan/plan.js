@@ -544,7 +544,9 @@ export function plan(status, component, want, writes) {
   let kept = 0;
   const agentBefore = before['fleet-agent'];
 
-  if (agent) {
+  // Nothing is decided for a cluster while the channel is unknown
+  // (evaluation.ClusterOf).
+  if (agent && ch) {
     for (const g of (status.agents?.groups || [])) {
       const d = decideGroup(g, agent, ch);
 
