@@ -29,7 +29,7 @@ type syncHarness struct {
 	cs       *k8sfake.Clientset
 	settings []string // the Settings client's calls
 	created  map[string]*v3.Setting
-	notified int      // listener calls (a triple took effect)
+	notified int // listener calls (a triple took effect)
 }
 
 func newSyncHarness(t *testing.T) *syncHarness {
