@@ -208,7 +208,7 @@ func (c *cluster) diagnose(ns string) string {
 	var b bytes.Buffer
 	run := func(args ...string) {
 		fmt.Fprintf(&b, "--- kubectl %s\n", strings.Join(args, " "))
-		out, _ := exec.Command(kubectl, append([]string{kc}, args...)...).CombinedOutput()
+		out, _ := exec.Command(kubectl, append([]string{kc, "--request-timeout=20s"}, args...)...).CombinedOutput()
 		b.Write(out)
 	}
 	run("get", "pods", "-A", "-o", "wide")

@@ -408,7 +408,8 @@ func installations() []installation {
 	// standalone with and without overrides, owned and foreign entries, an
 	// invalid override, Rancher-provisioned and imported beside v2.10
 	// (provisioning Cluster the source), a legacy cluster with overrides
-	// on its fleet Cluster (ignored), a malformed agentEnvVars.
+	// on its fleet Cluster (ignored), a malformed agentEnvVars (standalone
+	// and Rancher-provisioned).
 	{
 		var cl clusters
 		cl.standalone("plain", nil, nil)
@@ -424,6 +425,9 @@ func installations() []installation {
 		cl.fleets = append(cl.fleets, malformed)
 		cl.provisioned("rke2-1", nil, nil, nil)
 		cl.provisioned("rke2-over", overrides("", "40s", ""), nil, nil)
+		// Malformed on a Rancher-managed source: its cattle-cluster-agent
+		// counts neither as retuned nor as kept (what it runs is not known).
+		cl.provisioned("rke2-malformed", nil, append([]interface{}{"junk"}, cattle("40s", "30s", "5s")...), nil)
 		cl.imported("imported-1", nil, nil, nil)
 		cl.legacy("c-abcde", nil, nil, overrides("", "", "8s"))
 		out = append(out, setup{effective: atDefaults, channel: fleet.ChannelClusterEnvV09, fleetVersion: "v0.9.11",

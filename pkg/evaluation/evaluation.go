@@ -168,7 +168,9 @@ type Rancher struct {
 	Version    rancher.Version
 	// Replicas are its replicas: one lock candidate each.
 	Replicas int
-	// Runs is the triple the lock runs now (RunsKnown: it reads one).
+	// Runs is the triple the lock runs now (rancher.Runs: Rancher's
+	// built-in one where it reads no env); RunsKnown is true where it is
+	// read from the rancher container's env.
 	Runs      election.Timings
 	RunsKnown bool
 	// Decision is rancherenv.Decide's; Env the entries its write changes
@@ -189,12 +191,11 @@ func RancherOf(snap *inventory.Snapshot, st settings.ComponentStatus) *Rancher {
 	}
 	out := &Rancher{Deployment: d, Version: snap.RancherVersion, Replicas: snap.RancherReplicas}
 	var env []corev1.EnvVar
-	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name == rancher.Container {
-			env = c.Env
-		}
+	if i := containerIndex(d); i >= 0 {
+		env = d.Spec.Template.Spec.Containers[i].Env
 	}
 	out.Runs, out.RunsKnown = rancher.Runs(env, snap.RancherVersion)
+	out.RunsKnown = out.RunsKnown && containerIndex(d) >= 0
 	out.LockBefore = out.lockCost(out.Runs)
 	out.LockAfter = out.LockBefore
 	out.Decision = rancherenv.Decide(d, rancherenv.Input{Triple: st.Effective, OK: st.HasEffective, Version: snap.RancherVersion})
@@ -218,6 +219,16 @@ func RancherOf(snap *inventory.Snapshot, st settings.ComponentStatus) *Rancher {
 	}
 	out.LockAfter = out.lockCost(st.Effective)
 	return out
+}
+
+// containerIndex is the index of the rancher container in d, or -1.
+func containerIndex(d *appsv1.Deployment) int {
+	for i, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == rancher.Container {
+			return i
+		}
+	}
+	return -1
 }
 
 // lockCost is the lock's requests per hour at t: a leader and replicas-1
@@ -274,9 +285,11 @@ func (c Cluster) AgentLock() float64 {
 // ClusterAgentRetuned reports, for a cluster whose cattle-cluster-agent
 // reads CATTLE_ELECTION_* from this list (Routing.ClusterAgentReads),
 // whether the list holds any after the write (the agent then runs that
-// triple, else wrangler's built-in one); reads is false elsewhere.
+// triple, else wrangler's built-in one); reads is false elsewhere, and
+// where the list is not a list of objects (what the agent runs is not
+// known: it is left alone).
 func (c Cluster) ClusterAgentRetuned() (retuned, reads bool) {
-	if c.Err != nil || !c.Routing.ClusterAgentReads {
+	if c.Err != nil || !c.Routing.ClusterAgentReads || c.Facts.Malformed {
 		return false, false
 	}
 	if !c.Decided || !c.Decision.Change {

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"leasetune.io/leasetune/pkg/agentenv"
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
@@ -147,5 +148,29 @@ func TestRancherOf(t *testing.T) {
 	snap, triples := snapshot(fleet.ChannelFixedV012, nil, nil)
 	if r := RancherOf(snap, triples[settings.Rancher]); r != nil {
 		t.Errorf("no Rancher Deployment: RancherOf = %+v, want nil", r)
+	}
+}
+
+// A Rancher Deployment without a rancher container: nothing is known of
+// what its lock reads (the ElectionStatus shows no runs), though its
+// version is.
+func TestRancherOfNoContainer(t *testing.T) {
+	snap, triples := snapshot(fleet.ChannelFixedV012, nil, nil)
+	snap.Rancher = kit.Deployment("cattle-system", "rancher", kit.WithContainer("proxy"))
+	snap.RancherVersion, _ = rancher.Parse("v2.12.3")
+	snap.RancherReplicas = 2
+	r := RancherOf(snap, triples[settings.Rancher])
+	if r.RunsKnown || r.Decision.Problem != rancherenv.ProblemNoContainer || len(r.Env) != 0 {
+		t.Errorf("RancherOf = RunsKnown %t, problem %q, %d changes; want not known, %q, none", r.RunsKnown, r.Decision.Problem, len(r.Env), rancherenv.ProblemNoContainer)
+	}
+}
+
+// A malformed spec.agentEnvVars on a Rancher-managed source: what its
+// cattle-cluster-agent runs is not known, so it is counted neither as
+// retuned nor as kept.
+func TestClusterAgentRetunedMalformed(t *testing.T) {
+	c := Cluster{Routing: agentenv.Routing{RancherManaged: true, ClusterAgentReads: true}, Facts: agentenv.SourceFacts{Malformed: true}}
+	if retuned, reads := c.ClusterAgentRetuned(); retuned || reads {
+		t.Errorf("ClusterAgentRetuned = %t, %t; want false, false", retuned, reads)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/golang/mock/gomock"
 	"github.com/rancher/wrangler/v2/pkg/generic/fake"
@@ -30,6 +31,7 @@ type syncHarness struct {
 	settings []string // the Settings client's calls
 	created  map[string]*v3.Setting
 	notified int // listener calls (a triple took effect)
+	requeues int // EnqueueAfter calls (a sync asked to run again)
 }
 
 func newSyncHarness(t *testing.T) *syncHarness {
@@ -58,7 +60,7 @@ func newSyncHarness(t *testing.T) *syncHarness {
 		h.created[s.Name] = s
 		return s, nil
 	}).AnyTimes()
-	sc.EXPECT().EnqueueAfter(gomock.Any(), gomock.Any()).AnyTimes()
+	sc.EXPECT().EnqueueAfter(gomock.Any(), gomock.Any()).Do(func(string, time.Duration) { h.requeues++ }).AnyTimes()
 	h.p = NewProvider(ProviderOptions{Settings: sc, ConfigMaps: h.cs.CoreV1(), Namespace: "leasetune-system",
 		LookupEnv: func(string) (string, bool) { return "", false }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	h.p.OnChange(func() { h.notified++ })
@@ -73,7 +75,7 @@ func newSyncHarness(t *testing.T) *syncHarness {
 func (h *syncHarness) sync(t *testing.T) (actions []string, notified int) {
 	t.Helper()
 	h.cs.ClearActions()
-	h.settings, h.notified = nil, 0
+	h.settings, h.notified, h.requeues = nil, 0, 0
 	if err := h.p.sync(context.Background()); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
@@ -96,14 +98,14 @@ func (h *syncHarness) set(name, value string) {
 }
 
 // TestProviderDoNothing: once the state is stored and every object is in
-// place, a sync makes no call and tells no listener.
+// place, a sync makes no call, tells no listener and asks for no rerun.
 func TestProviderDoNothing(t *testing.T) {
 	h := newSyncHarness(t)
 	if got, n := h.sync(t); !reflect.DeepEqual(got, []string{"create configmaps"}) || n != 1 {
 		t.Fatalf("first sync: %v and %d listener calls; want the state's create, and one call (the three triples take effect together)", got, n)
 	}
-	if got, n := h.sync(t); len(got) != 0 || n != 0 {
-		t.Errorf("converged sync: %v and %d listener calls; want none", got, n)
+	if got, n := h.sync(t); len(got) != 0 || n != 0 || h.requeues != 0 {
+		t.Errorf("converged sync: %v, %d listener calls, %d re-queues; want none", got, n, h.requeues)
 	}
 }
 

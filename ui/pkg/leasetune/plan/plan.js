@@ -567,7 +567,7 @@ export function plan(status, component, want, writes) {
         out.clusterChanges.push({ count: g.count, restarts: restartsOf(g), group: g });
         out.clusterChangeCount += g.count;
       }
-      if (g.rancherManaged && g.clusterAgentReads) {
+      if (g.rancherManaged && g.clusterAgentReads && !g.malformed) {
         const entries = d.change ? d.env : (g.entries || []);
 
         if (entries.some((e) => owns(CATTLE, e.name))) {
