@@ -1,6 +1,10 @@
 package electionstatus
 
-import "leasetune.io/leasetune/pkg/locks"
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"leasetune.io/leasetune/pkg/locks"
+)
 
 const (
 	// APIGroup, Version, Kind and Resource name the API.
@@ -11,6 +15,9 @@ const (
 	// Name is the one object's name.
 	Name = "leasetune"
 )
+
+// GVR is the ElectionStatus resource.
+var GVR = schema.GroupVersionResource{Group: APIGroup, Version: Version, Resource: Resource}
 
 // Status is the status of the ElectionStatus object.
 type Status struct {

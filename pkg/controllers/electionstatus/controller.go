@@ -25,7 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -45,8 +44,8 @@ import (
 // FieldManager is the field manager of the status writes.
 const FieldManager = own.FieldManager
 
-// GVR is the ElectionStatus resource.
-var GVR = schema.GroupVersionResource{Group: electionstatus.APIGroup, Version: electionstatus.Version, Resource: electionstatus.Resource}
+// GVR is the ElectionStatus resource (electionstatus.GVR).
+var GVR = electionstatus.GVR
 
 // Debounce is how long after a change the status is computed: a burst of
 // changes (a global change writing 10,000 clusters) is one computation per

@@ -263,14 +263,7 @@ func TestRancherManagedClustersAreWrittenWhereRancherReads(t *testing.T) {
 	// The first pass's writes are summed up on the fleet-agent Settings,
 	// with what they restart: all three run cattle-cluster-agent, the
 	// provisioned one also re-plans its nodes.
-	framework.Eventually(t, "summary Event names the restarts", func() bool {
-		for _, m := range cp.Events(t, "", settings.Of(settings.FleetAgent)[0].Name, agentenvcontroller.ReasonPropagated) {
-			if strings.Contains(m, "at leasetune's start") && strings.Contains(m, "(3 also cattle-cluster-agent, 1 re-planning every node)") {
-				return true
-			}
-		}
-		return false
-	})
+	cp.EventuallyEvent(t, "", settings.Of(settings.FleetAgent)[0].Name, agentenvcontroller.ReasonPropagated, "at leasetune's start", "(3 also cattle-cluster-agent, 1 re-planning every node)")
 	if ev := cp.Events(t, ns, "provisioned", "AgentEnvUpdated"); len(ev) != 0 {
 		t.Errorf("an Event per cluster for the first pass: %v", ev)
 	}
@@ -383,14 +376,7 @@ func TestGlobalChangeIsSummedUp(t *testing.T) {
 		})
 	}
 	for _, d := range settings.Of(settings.FleetAgent) {
-		framework.Eventually(t, "summary Event on "+d.Name, func() bool {
-			for _, m := range cp.Events(t, "", d.Name, agentenvcontroller.ReasonPropagated) {
-				if strings.Contains(m, "the agent triple "+next.String()+" is propagated") && strings.Contains(m, "had CATTLE_ELECTION_* written") {
-					return true
-				}
-			}
-			return false
-		})
+		cp.EventuallyEvent(t, "", d.Name, agentenvcontroller.ReasonPropagated, "the agent triple "+next.String()+" is propagated", "had CATTLE_ELECTION_* written")
 	}
 	r.settle()
 	for _, name := range []string{"g1", "g2", "g3"} {

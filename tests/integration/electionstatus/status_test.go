@@ -271,31 +271,7 @@ func TestStatusFieldsOfAnotherManagerRemoved(t *testing.T) {
 // is missing the leader watches that CRD by name and asks discovery
 // nothing: not once in 25 s (it asked every 10 s before the watch).
 func TestStatusCRDInstalledAfterStart(t *testing.T) {
-	crds := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
-	name := statuscontroller.GVR.GroupResource().String()
-	crd, err := crds.Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	install := func() {
-		again := &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name, Labels: crd.Labels}, Spec: crd.Spec}
-		if _, err := crds.Create(context.Background(), again, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-		framework.Eventually(t, "the ElectionStatus kind served", func() bool {
-			_, err := cp.Resource(statuscontroller.GVR, "").List(context.Background(), metav1.ListOptions{})
-			return err == nil
-		})
-	}
-	t.Cleanup(install) // the other tests of the package need it
-	if err := crds.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, "the ElectionStatus CRD gone", func() bool {
-		_, err := crds.Get(context.Background(), name, metav1.GetOptions{})
-		_, lerr := cp.Resource(statuscontroller.GVR, "").List(context.Background(), metav1.ListOptions{})
-		return apierrors.IsNotFound(err) && lerr != nil
-	})
+	install := deleteStatusCRD(t)
 	logs := &kit.SyncBuffer{}
 	in := run(t, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})), framework.WithReads())
 	framework.Eventually(t, "the leader saw no ElectionStatus CRD", func() bool {
@@ -312,7 +288,7 @@ func TestStatusCRDInstalledAfterStart(t *testing.T) {
 			asked++
 		}
 		if q.Path == "/apis/apiextensions.k8s.io/v1/customresourcedefinitions" && q.Query.Get("watch") == "true" &&
-			q.Query.Get("fieldSelector") == "metadata.name="+name {
+			q.Query.Get("fieldSelector") == "metadata.name="+statuscontroller.GVR.GroupResource().String() {
 			watched++
 		}
 	}
@@ -366,26 +342,7 @@ func TestStatusBackSoonAfterItsCRDIsReinstalled(t *testing.T) {
 		got := in.status(t)
 		return got != nil && same(*got, in.want(t))
 	})
-	crds := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
-	name := statuscontroller.GVR.GroupResource().String()
-	crd, err := crds.Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	install := func() {
-		again := &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name, Labels: crd.Labels}, Spec: crd.Spec}
-		if _, err := crds.Create(context.Background(), again, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-		framework.Eventually(t, "the ElectionStatus kind served", func() bool {
-			_, err := cp.Resource(statuscontroller.GVR, "").List(context.Background(), metav1.ListOptions{})
-			return err == nil
-		})
-	}
-	t.Cleanup(install) // the other tests of the package need it
-	if err := crds.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	install := deleteStatusCRD(t)
 	time.Sleep(90 * time.Second)
 	install()
 	deadline := time.Now().Add(45 * time.Second)
@@ -395,4 +352,38 @@ func TestStatusBackSoonAfterItsCRDIsReinstalled(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// deleteStatusCRD deletes the ElectionStatus CRD, waits until it and its
+// kind are gone, and returns what installs it again (as it was) and waits
+// until its kind is served; that also runs when t ends, since the
+// package's other tests need the CRD.
+func deleteStatusCRD(t *testing.T) (install func()) {
+	t.Helper()
+	crds := apiextclient.NewForConfigOrDie(cp.Config).ApiextensionsV1().CustomResourceDefinitions()
+	name := statuscontroller.GVR.GroupResource().String()
+	crd, err := crds.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	install = func() {
+		again := &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name, Labels: crd.Labels}, Spec: crd.Spec}
+		if _, err := crds.Create(context.Background(), again, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, "the ElectionStatus kind served", func() bool {
+			_, err := cp.Resource(statuscontroller.GVR, "").List(context.Background(), metav1.ListOptions{})
+			return err == nil
+		})
+	}
+	t.Cleanup(install)
+	if err := crds.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "the ElectionStatus CRD gone", func() bool {
+		_, err := crds.Get(context.Background(), name, metav1.GetOptions{})
+		_, lerr := cp.Resource(statuscontroller.GVR, "").List(context.Background(), metav1.ListOptions{})
+		return apierrors.IsNotFound(err) && lerr != nil
+	})
+	return install
 }

@@ -14,7 +14,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
@@ -151,21 +150,8 @@ func TestAtRestOnlyItsLease(t *testing.T) {
 	})
 	// The ElectionStatus, kept by the leader, shows the change too; at rest
 	// it is not written (a status write would show below).
-	statusRes := dyn.Resource(schema.GroupVersionResource{Group: "leasetune.io", Version: "v1alpha1", Resource: "electionstatuses"})
 	framework.Eventually(t, "the ElectionStatus shows the Fleet controllers' 5s", func() bool {
-		u, err := statusRes.Get(ctx, "leasetune", metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		comps, _, _ := unstructured.NestedSlice(u.Object, "status", "components")
-		for _, c := range comps {
-			m, _ := c.(map[string]interface{})
-			if m["component"] == "fleet-controller" {
-				r, _, _ := unstructured.NestedString(m, "inEffect", "retryPeriod")
-				return r == "5s"
-			}
-		}
-		return false
+		return framework.InEffect(ctx, dyn, "fleet-controller", "retryPeriod") == "5s"
 	})
 	time.Sleep(10 * time.Second) // the settle time, the last writes, the report of edge-3's override
 	offset := logSize(t)

@@ -362,6 +362,25 @@ func (c *ControlPlane) Events(t testing.TB, ns, name, reason string) []string {
 	return out
 }
 
+// EventuallyEvent waits until an Event with reason about the object called
+// name in ns ("" for a cluster-scoped object) has every one of parts in
+// its message, and fails t when none does in time.
+func (c *ControlPlane) EventuallyEvent(t testing.TB, ns, name, reason string, parts ...string) {
+	t.Helper()
+	Eventually(t, fmt.Sprintf("an Event %s on %s saying %q", reason, name, parts), func() bool {
+		for _, m := range c.Events(t, ns, name, reason) {
+			all := true
+			for _, p := range parts {
+				all = all && strings.Contains(m, p)
+			}
+			if all {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // RepoRoot returns the repository root: the nearest folder above the
 // working directory that holds go.mod with this project's module path.
 func RepoRoot() (string, error) {

@@ -176,26 +176,10 @@ func (e *env) seed(t *testing.T) {
 	ctx := context.Background()
 	dyn := e.dyn()
 	cp.InstallFleet(t, e.fleetNS, framework.FleetDeployments(t, "v0.9.9"))
-	if _, err := cp.Client.CoreV1().ConfigMaps(e.rancherNS).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "rancher-config"}, Data: map[string]string{"fleet": "apiServerURL: https://x\n"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cp.SeedRancherConfig(t, e.rancherNS)
 	create := func(gvr schema.GroupVersionResource, ns, name string, spec map[string]interface{}, labels, ann map[string]string) *unstructured.Unstructured {
 		t.Helper()
-		u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": gvr.GroupVersion().String(), "kind": "Cluster", "spec": spec}}
-		u.SetNamespace(ns)
-		u.SetName(name)
-		u.SetLabels(labels)
-		u.SetAnnotations(ann)
-		var res dynamic.ResourceInterface = dyn.Resource(gvr)
-		if ns != "" {
-			res = dyn.Resource(gvr).Namespace(ns)
-		}
-		got, err := res.Create(ctx, u, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
+		return cp.CreateKept(t, gvr, framework.Cluster(gvr, ns, name, spec, labels, ann)) // the package's tests share them
 	}
 	none := map[string]interface{}{}
 	create(fleet.ClusterGVR, e.clusterNS, "edge-1", none, nil, nil)

@@ -163,14 +163,7 @@ func TestHelmUpgrade(t *testing.T) {
 	if !reflect.DeepEqual(got, []string{"CATTLE_ELECTION_LEASE_DURATION=45s", "CATTLE_ELECTION_RENEW_DEADLINE=30s", "CATTLE_ELECTION_RETRY_PERIOD=7s"}) {
 		t.Fatalf("after helm upgrade with extraEnv: %v", got)
 	}
-	framework.Eventually(t, "left-alone Event", func() bool {
-		for _, m := range cp.Events(t, e.ns, "rancher", rancherenvcontroller.ReasonLeftAlone) {
-			if strings.Contains(m, "CATTLE_ELECTION_RETRY_PERIOD=7s, set by field manager helm, not leasetune") {
-				return true
-			}
-		}
-		return false
-	})
+	cp.EventuallyEvent(t, e.ns, "rancher", rancherenvcontroller.ReasonLeftAlone, "CATTLE_ELECTION_RETRY_PERIOD=7s, set by field manager helm, not leasetune")
 	r.NoWrites(t, "helm took a name", framework.ConsistentlyMin, nil)
 }
 

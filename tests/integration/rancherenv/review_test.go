@@ -136,14 +136,7 @@ func TestHelmUpgradeRacesWrite(t *testing.T) {
 		}
 	})
 	e.set(t, retryName, "5s")
-	framework.Eventually(t, "left-alone Event", func() bool {
-		for _, m := range cp.Events(t, e.ns, "rancher", rancherenvcontroller.ReasonLeftAlone) {
-			if strings.Contains(m, "CATTLE_ELECTION_RETRY_PERIOD=4s, set by field manager helm") {
-				return true
-			}
-		}
-		return false
-	})
+	cp.EventuallyEvent(t, e.ns, "rancher", rancherenvcontroller.ReasonLeftAlone, "CATTLE_ELECTION_RETRY_PERIOD=4s, set by field manager helm")
 	w.NoWrites(t, "Helm took the name", framework.ConsistentlyMin, nil)
 	d := e.get(t)
 	if got := electionEnv(d); !reflect.DeepEqual(got, []string{"CATTLE_ELECTION_RETRY_PERIOD=4s"}) || len(duplicates(d)) != 0 || w.Accepted() != 0 {
@@ -304,14 +297,7 @@ func TestRecordRemoved(t *testing.T) {
 	framework.Eventually(t, "the three entries", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
 	e.patchAs(t, "kubectl-annotate", types.JSONPatchType, `[{"op":"remove","path":"/metadata/annotations/leasetune.io~1rancher-election-env"}]`)
 	e.set(t, retryName, "7s")
-	framework.Eventually(t, "left-alone Event", func() bool {
-		for _, m := range cp.Events(t, e.ns, "rancher", rancherenvcontroller.ReasonLeftAlone) {
-			if strings.Contains(m, rancherenv.RecordAnnotation) {
-				return true
-			}
-		}
-		return false
-	})
+	cp.EventuallyEvent(t, e.ns, "rancher", rancherenvcontroller.ReasonLeftAlone, rancherenv.RecordAnnotation)
 	w.NoWrites(t, "the record removed", framework.ConsistentlyMin, nil)
 	if w.Accepted() != 1 || !reflect.DeepEqual(electionEnv(e.get(t)), want5) {
 		t.Errorf("%d writes, env %v", w.Accepted(), electionEnv(e.get(t)))

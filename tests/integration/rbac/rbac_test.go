@@ -177,27 +177,10 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 
 	// A Fleet installation, rancher-config, and clusters.
 	cp.InstallFleet(t, fleetNS, framework.FleetDeployments(t, fleetVersion))
-	if _, err := cp.Client.CoreV1().ConfigMaps(rancherNS).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "rancher-config"}, Data: map[string]string{"fleet": "apiServerURL: https://x\n"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cp.SeedRancherConfig(t, rancherNS)
 	create := func(gvr schema.GroupVersionResource, ns, name string, spec map[string]interface{}, labels, ann map[string]string) *unstructured.Unstructured {
 		t.Helper()
-		u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": gvr.GroupVersion().String(), "kind": "Cluster", "spec": spec}}
-		u.SetNamespace(ns)
-		u.SetName(name)
-		u.SetLabels(labels)
-		u.SetAnnotations(ann)
-		var res dynamic.ResourceInterface = dyn.Resource(gvr)
-		if ns != "" {
-			res = dyn.Resource(gvr).Namespace(ns)
-		}
-		got, err := res.Create(ctx, u, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = res.Delete(context.Background(), name, metav1.DeleteOptions{}) })
-		return got
+		return cp.Create(t, gvr, framework.Cluster(gvr, ns, name, spec, labels, ann))
 	}
 	get := func(gvr schema.GroupVersionResource, ns, name string) *unstructured.Unstructured {
 		var res dynamic.ResourceInterface = dyn.Resource(gvr)
@@ -323,19 +306,7 @@ func controllerWithChartsRBAC(t *testing.T, fleetVersion string) {
 	// Its ElectionStatus, made and kept with the chart's rights: the Fleet
 	// controllers' retry period in effect.
 	framework.Eventually(t, "the ElectionStatus", func() bool {
-		u, err := dyn.Resource(statusGVR).Get(ctx, electionstatus.Name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		comps, _, _ := unstructured.NestedSlice(u.Object, "status", "components")
-		for _, c := range comps {
-			m, _ := c.(map[string]interface{})
-			if m["component"] == "fleet-controller" {
-				r, _, _ := unstructured.NestedString(m, "inEffect", "retryPeriod")
-				return r == "4s"
-			}
-		}
-		return false
+		return framework.InEffect(ctx, dyn, "fleet-controller", "retryPeriod") == "4s"
 	})
 	// A Setting left on source env (an env override since removed from
 	// leasetune's Deployment) is made the user's again with these rights,

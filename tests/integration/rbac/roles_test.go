@@ -25,9 +25,7 @@ import (
 	"leasetune.io/leasetune/tests/integration/framework"
 )
 
-var (
-	statusGVR = schema.GroupVersionResource{Group: electionstatus.APIGroup, Version: electionstatus.Version, Resource: electionstatus.Resource}
-)
+var statusGVR = electionstatus.GVR
 
 // applyChartRBAC renders the chart for leasetune in a new namespace (its
 // Fleet and Rancher namespaces new ones too), creates its RBAC objects and
