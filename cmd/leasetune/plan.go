@@ -125,10 +125,16 @@ func (o *planOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintln(o.out, string(b))
-		return err
+		if _, err = fmt.Fprintln(o.out, string(b)); err != nil {
+			return err
+		}
+	} else {
+		r.Print(o.out)
 	}
-	r.Print(o.out)
+	if len(r.Refused) > 0 {
+		// A proposal the webhook would refuse: the plan is of the rest.
+		return &exitError{code: exitFailed}
+	}
 	return nil
 }
 

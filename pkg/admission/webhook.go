@@ -184,7 +184,18 @@ func (w *Webhook) reviewOverrides(ctx context.Context, req *admissionv1.Admissio
 		}
 		if known {
 			if err := overrideReaches(req.Kind.Group, &u, ch); err != nil {
-				return err
+				// Name the object and what was set, as a Setting's refusal does.
+				var parts []string
+				for i, a := range agentenv.OverrideAnnotations {
+					if set[i] {
+						parts = append(parts, fmt.Sprintf("%s=%q", a, vals[i]))
+					}
+				}
+				ref := u.GetName()
+				if u.GetNamespace() != "" {
+					ref = u.GetNamespace() + "/" + ref
+				}
+				return fmt.Errorf("%s %s: %s: %w", req.Kind.Kind, ref, strings.Join(parts, " "), err)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -16,11 +17,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
+	"leasetune.io/leasetune/pkg/fleet"
 	"leasetune.io/leasetune/pkg/metrics"
 )
 
 // review posts an AdmissionReview of obj to path and returns whether it was allowed.
 func review(t *testing.T, mux *http.ServeMux, path, group, kind, user string, obj interface{}) bool {
+	t.Helper()
+	return answer(t, mux, path, group, kind, user, obj).Allowed
+}
+
+// answer posts an AdmissionReview of obj to path and returns the answer.
+func answer(t *testing.T, mux *http.ServeMux, path, group, kind, user string, obj interface{}) *admissionv1.AdmissionResponse {
 	t.Helper()
 	raw, _ := json.Marshal(obj)
 	ar := admissionv1.AdmissionReview{
@@ -36,7 +44,7 @@ func review(t *testing.T, mux *http.ServeMux, path, group, kind, user string, ob
 	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
 		t.Fatalf("answer %d %q: %v", rec.Code, rec.Body.String(), err)
 	}
-	return out.Response.Allowed
+	return out.Response
 }
 
 // TestRefusalsAreCounted: every refusal counts in
@@ -84,5 +92,32 @@ func TestRefusalsAreCounted(t *testing.T) {
 	}
 	if got := count(RefusedOverride) - o0; got != 1 {
 		t.Errorf("override refusals counted %v, want 1", got)
+	}
+}
+
+// TestOverrideRefusalNamesWhat: overrides no agent reads are refused with
+// the object, each annotation and its value, and the rule.
+func TestOverrideRefusalNamesWhat(t *testing.T) {
+	w := &Webhook{
+		Source: func(context.Context) ([]v3.Setting, map[string]string, error) { return nil, nil, nil },
+		Channel: func(context.Context) (fleet.AgentChannel, bool, error) {
+			return fleet.ChannelAgentManagement, true, nil
+		},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	mux := http.NewServeMux()
+	w.Register(mux)
+	obj := map[string]interface{}{"apiVersion": "fleet.cattle.io/v1alpha1", "kind": "Cluster",
+		"metadata": map[string]interface{}{"name": "edge-1", "namespace": "fleet-default",
+			"annotations": map[string]interface{}{"election.cattle.io/retry-period": "20s"}}}
+	a := answer(t, mux, OverridesPath, "fleet.cattle.io", "Cluster", "admin", obj)
+	msg := ""
+	if a.Result != nil {
+		msg = a.Result.Message
+	}
+	for _, want := range []string{`Cluster fleet-default/edge-1: election.cattle.io/retry-period="20s": `, "cannot be applied on agentmanagement"} {
+		if a.Allowed || !strings.Contains(msg, want) {
+			t.Errorf("allowed %t, message %q: want refused, with %q", a.Allowed, msg, want)
+		}
 	}
 }

@@ -176,7 +176,10 @@ func deriveOutcome(c *inventory.Cluster, agent settings.ComponentStatus, ch flee
 	cl := Cluster{Name: name, Source: rt.TargetRef.String(), Overrides: g.Overrides}
 	status := rt.Target.GetAnnotations()[agentenv.StatusAnnotation]
 	if d := ev.Decision; ev.Decided {
-		if len(g.Overrides) > 0 && d.Problem != agentenv.ProblemInvalid {
+		// The overrides' triple, where it applies: not where it does not
+		// validate, nor where no agent reads overrides (the agents run the
+		// global triple there).
+		if len(g.Overrides) > 0 && d.Problem != agentenv.ProblemInvalid && d.Problem != agentenv.ProblemUnsupported {
 			cl.Effective = TripleOf(d.Effective)
 		}
 		if d.Elects && d.Runs != agent.Effective {

@@ -88,9 +88,11 @@ type Report struct {
 	Changes   []Change
 	LeftAlone []string
 	// Before are the triples as the settings are now, when Set proposes a
-	// change; Refused lists the proposed values refused, as the webhook
-	// would refuse them (they are left out).
+	// change; Order the writes that store the proposed values, in an order
+	// the webhook accepts; Refused the components whose proposed values
+	// the webhook would refuse in every order (left as they are).
 	Before  map[settings.Component]settings.ComponentStatus `json:"-"`
+	Order   []settings.Write
 	Refused []string
 	// clusters is the number of fleet Clusters (one fleet-agent lock each);
 	// fleetLocks the Fleet controller processes (one lock each).
@@ -240,29 +242,66 @@ func (r *Report) planRancher(ra *evaluation.Rancher) {
 	}
 }
 
-// propose applies the assignments in order to copies of objs, each checked
-// as the webhook checks it; a refused one is recorded and left out.
+// propose applies the assignments to copies of objs, as a user gets them
+// stored: per component, the three values wanted (each setting's last
+// assignment, the others as they are) written in an order in which the
+// webhook accepts each write (settings.WriteOrder, the page's order). A
+// component whose values no order takes is refused whole, and none of its
+// settings change.
 func (r *Report) propose(objs []v3.Setting, stateData map[string]string, set []Assignment) []v3.Setting {
 	out := append([]v3.Setting{}, objs...)
-	for _, a := range set {
-		v := settings.View{Objects: out, Remembered: settings.RememberedValues(stateData)}
-		if err := settings.CheckChange(v, a.Name, a.Value); err != nil {
-			r.Refused = append(r.Refused, fmt.Sprintf("%s=%s: %v", a.Name, a.Value, err))
-			continue
-		}
-		found := false
-		for i := range out {
-			if out[i].Name == a.Name {
-				out[i].Value, found = a.Value, true
+	remembered := settings.RememberedValues(stateData)
+	for _, c := range settings.Components {
+		want := settings.CurrentValues(settings.View{Objects: out, Remembered: remembered}, c)
+		any := false
+		for i, d := range settings.Of(c) {
+			for _, a := range set {
+				if a.Name == d.Name {
+					want[i], any = a.Value, true
+				}
 			}
 		}
-		if !found {
-			s := v3.Setting{Value: a.Value}
-			s.Name = a.Name
-			out = append(out, s)
+		if !any {
+			continue
 		}
+		writes, err := settings.WriteOrder(settings.View{Objects: out, Remembered: remembered}, c, want)
+		if err != nil {
+			r.Refused = append(r.Refused, fmt.Sprintf("%s: %v", asked(c, set), err))
+			continue
+		}
+		for _, w := range writes {
+			out = withValue(out, w.Name, w.Value)
+		}
+		r.Order = append(r.Order, writes...)
 	}
 	return out
+}
+
+// asked is the assignments of set to c's settings, NAME=VALUE each.
+func asked(c settings.Component, set []Assignment) string {
+	var parts []string
+	for _, d := range settings.Of(c) {
+		for _, a := range set {
+			if a.Name == d.Name {
+				parts = append(parts, a.Name+"="+a.Value)
+			}
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// withValue is objs with the Setting name holding value (added when
+// missing).
+func withValue(objs []v3.Setting, name, value string) []v3.Setting {
+	for i := range objs {
+		if objs[i].Name == name {
+			objs[i].Value = value
+			return objs
+		}
+	}
+	s := v3.Setting{Value: value}
+	s.Name = name
+	return append(objs, s)
 }
 
 // planClusters adds each routed cluster's agent env, what its
@@ -336,6 +375,22 @@ func envItems(items []map[string]interface{}) string {
 
 // Print writes the report for a person.
 func (r *Report) Print(w io.Writer) {
+	for _, l := range r.Refused {
+		fmt.Fprintf(w, "refused (as the webhook would, in every order of the writes; nothing of it is planned): %s\n", l)
+	}
+	if r.Before != nil {
+		if len(r.Refused) > 0 {
+			fmt.Fprintln(w)
+		}
+		var order []string
+		for _, o := range r.Order {
+			order = append(order, o.Name+"="+o.Value)
+		}
+		if len(order) == 0 {
+			order = []string{"none"}
+		}
+		fmt.Fprintf(w, "After the proposed values, written in this order (each accepted by the webhook): %s\n", strings.Join(order, ", "))
+	}
 	for _, c := range settings.Components {
 		st := r.Triples[c]
 		switch {
@@ -373,13 +428,10 @@ func (r *Report) Print(w io.Writer) {
 		restart[c.Object] = true
 	}
 	if len(r.Changes) > 0 {
-		fmt.Fprintf(w, "\n%d changes on %d objects.\n", len(r.Changes), len(restart))
+		fmt.Fprintf(w, "\n%s on %s.\n", plural(len(r.Changes), "change"), plural(len(restart), "object"))
 	}
 	for _, l := range r.LeftAlone {
 		fmt.Fprintf(w, "left alone: %s\n", l)
-	}
-	for _, l := range r.Refused {
-		fmt.Fprintf(w, "refused (as the webhook would): %s\n", l)
 	}
 	t := r.Totals()
 	fmt.Fprintf(w, "\nRestarts: %d Deployment rollout(s), %d fleet-agent redeploy(s), %d cattle-cluster-agent redeploy(s), %d cluster(s) whose nodes are re-planned.\n",
@@ -439,6 +491,14 @@ type Totals struct {
 	// cluster that leasetune's settings do not reach (pkg/locks:
 	// rancher-turtles' and Cluster API's on v2.13+), at their defaults.
 	LocksLeftAlone []locks.Summary `json:"locksLeftAlone,omitempty"`
+}
+
+// plural is n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // rancherMinor is v's minor for pkg/locks (0: unknown).
@@ -504,13 +564,14 @@ func (r *Report) JSON() ([]byte, error) {
 		Refused   string `json:"refused,omitempty"`
 	}
 	out := struct {
-		Triples   []triple `json:"triples"`
-		Channel   string   `json:"channel"`
-		Changes   []Change `json:"changes"`
-		LeftAlone []string `json:"leftAlone"`
-		Refused   []string `json:"refused"`
-		Totals    Totals   `json:"totals"`
-	}{Channel: string(r.Channel), Changes: r.Changes, LeftAlone: r.LeftAlone, Refused: r.Refused, Totals: r.Totals()}
+		Triples   []triple         `json:"triples"`
+		Channel   string           `json:"channel"`
+		Order     []settings.Write `json:"order,omitempty"`
+		Changes   []Change         `json:"changes"`
+		LeftAlone []string         `json:"leftAlone"`
+		Refused   []string         `json:"refused"`
+		Totals    Totals           `json:"totals"`
+	}{Channel: string(r.Channel), Order: r.Order, Changes: r.Changes, LeftAlone: r.LeftAlone, Refused: r.Refused, Totals: r.Totals()}
 	for _, c := range settings.Components {
 		st := r.Triples[c]
 		tr := triple{Component: string(c)}

@@ -16,6 +16,7 @@ import (
 	"leasetune.io/leasetune/pkg/inventory"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/restart"
+	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/kit"
 )
 
@@ -262,5 +263,33 @@ func TestNoChannelNoClusterWrites(t *testing.T) {
 	s.Channel = fleet.ChannelFixedV012
 	if r := FromSnapshot(s, nil); len(r.Changes) != 1 || r.Changes[0].Field != "spec.agentEnvVars" {
 		t.Errorf("on %s, changes %+v: want the removal of leasetune's entries (Fleet renders the names)", s.Channel, r.Changes)
+	}
+}
+
+// A proposal typed in an order the webhook would refuse step by step is
+// planned as the page writes it: in an order it accepts (leaseDuration
+// first, here). One no order takes is refused whole, first in the output,
+// and nothing of it is planned.
+func TestProposalInAnyOrder(t *testing.T) {
+	s := snapshotWith(nil, gitjob())
+	set := []Assignment{{"fleet-leader-election-retry-period", "30s"}, {"fleet-leader-election-renew-deadline", "60s"}, {"fleet-leader-election-lease-duration", "72s"}}
+	r := FromSnapshot(s, set)
+	want := []settings.Write{{Name: "fleet-leader-election-lease-duration", Value: "72s"}, {Name: "fleet-leader-election-renew-deadline", Value: "60s"}, {Name: "fleet-leader-election-retry-period", Value: "30s"}}
+	if len(r.Refused) != 0 || !reflect.DeepEqual(r.Order, want) {
+		t.Fatalf("refused %q, order %+v; want none and %+v", r.Refused, r.Order, want)
+	}
+	if got := r.Triples[settings.FleetController].Effective.String(); got != "leaseDuration=1m12s renewDeadline=1m0s retryPeriod=30s" {
+		t.Errorf("fleet-controller after: %s", got)
+	}
+
+	r = FromSnapshot(s, []Assignment{{"fleet-leader-election-retry-period", "30s"}, {"fleet-leader-election-lease-duration", "72s"}})
+	if len(r.Refused) != 1 || !strings.HasPrefix(r.Refused[0], "fleet-leader-election-lease-duration=72s fleet-leader-election-retry-period=30s: the fleet-controller triple is refused") ||
+		len(r.Order) != 0 || len(r.Changes) != 0 {
+		t.Fatalf("refused %q, order %+v, changes %+v: want one refusal naming both values, nothing planned", r.Refused, r.Order, r.Changes)
+	}
+	var out bytes.Buffer
+	r.Print(&out)
+	if !strings.HasPrefix(out.String(), "refused (as the webhook would, in every order") {
+		t.Errorf("the refusal is not said first:\n%s", out.String())
 	}
 }

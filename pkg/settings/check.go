@@ -30,7 +30,11 @@ type ChangeError struct {
 
 // Error names the setting, the value, the rule and the numbers, and the hint.
 func (e *ChangeError) Error() string {
-	msg := fmt.Sprintf("%s=%q refused: %v", e.Setting, e.Value, e.Err)
+	value := fmt.Sprintf("%q", e.Value)
+	if d, ok := Lookup(e.Setting); ok && e.Value == "" {
+		value += " (empty: the default, " + d.Default + ")"
+	}
+	msg := fmt.Sprintf("%s=%s refused: %v", e.Setting, value, e.Err)
 	if e.Hint != "" {
 		msg += ". " + e.Hint
 	}

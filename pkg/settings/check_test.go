@@ -202,3 +202,18 @@ func TestHintsAreFollowable(t *testing.T) {
 		t.Errorf("only %d hints and %d floors exercised", hints, floors)
 	}
 }
+
+// An empty value is the default: a refusal of one says which it is.
+func TestChangeErrorNamesTheDefault(t *testing.T) {
+	var objs []v3.Setting
+	for name, value := range map[string]string{"fleet-leader-election-lease-duration": "30s", "fleet-leader-election-renew-deadline": "12s",
+		"fleet-leader-election-retry-period": "5s"} {
+		s := v3.Setting{Value: value}
+		s.Name = name
+		objs = append(objs, s)
+	}
+	err := CheckChange(View{Objects: objs}, "fleet-leader-election-retry-period", "")
+	if err == nil || !strings.HasPrefix(err.Error(), `fleet-leader-election-retry-period="" (empty: the default, 10s) refused: `) {
+		t.Errorf("CheckChange = %v", err)
+	}
+}

@@ -63,10 +63,6 @@ func (e *OrderError) Unwrap() error { return e.Err }
 // fails).
 func WriteOrder(v View, c Component, want [3]string) ([]Write, error) {
 	defs := Of(c)
-	byName := map[string]v3.Setting{}
-	for _, o := range v.Objects {
-		byName[o.Name] = o
-	}
 	// The wanted triple as a whole first: its own message is clearer than
 	// the refusal of one write on the way.
 	var next [3]Resolved
@@ -86,19 +82,8 @@ func WriteOrder(v View, c Component, want [3]string) ([]Write, error) {
 		return nil, &OrderError{Reason: OrderInvalid, Setting: field, Err: fmt.Errorf("the %s triple is refused: %w", c, err)}
 	}
 	var changed []int
-	for i, d := range defs {
-		// The value that counts now, as the webhook resolves it: an
-		// object set by env holds the env value (not a user's value
-		// remembered from before the env var was set).
-		in := Input{}
-		if cur, ok := byName[d.Name]; ok {
-			in.Object = &cur
-			if cur.Source == v3.SourceEnv {
-				in.Env, in.EnvSet = cur.Value, true
-			}
-		}
-		in.Remembered, in.RememberedSet = v.Remembered[d.Name]
-		if Resolve(d, in).Value != next[i].Value {
+	for i, cur := range CurrentValues(v, c) {
+		if cur != next[i].Value {
 			changed = append(changed, i)
 		}
 	}
@@ -131,6 +116,30 @@ func WriteOrder(v View, c Component, want [3]string) ([]Write, error) {
 		}
 	}
 	return nil, &OrderError{Reason: OrderNone, Setting: firstSetting, Err: fmt.Errorf("no order of the writes is accepted: %w", firstErr)}
+}
+
+// CurrentValues are the values of c's settings that count now, in the
+// order of Of, as the webhook resolves them: an object set by env holds
+// the env value (not a user's value remembered from before the env var
+// was set); a missing object, the user's remembered value.
+func CurrentValues(v View, c Component) [3]string {
+	byName := map[string]v3.Setting{}
+	for _, o := range v.Objects {
+		byName[o.Name] = o
+	}
+	var out [3]string
+	for i, d := range Of(c) {
+		in := Input{}
+		if cur, ok := byName[d.Name]; ok {
+			in.Object = &cur
+			if cur.Source == v3.SourceEnv {
+				in.Env, in.EnvSet = cur.Value, true
+			}
+		}
+		in.Remembered, in.RememberedSet = v.Remembered[d.Name]
+		out[i] = Resolve(d, in).Value
+	}
+	return out
 }
 
 // withValue returns objs with setting name's value set (added when missing).

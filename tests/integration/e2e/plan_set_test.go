@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"sort"
@@ -59,15 +60,30 @@ func runPlanJSON(t *testing.T, e env, args ...string) planJSON {
 // (stderr goes to the log).
 func runCLIStdout(t *testing.T, e env, args ...string) string {
 	t.Helper()
+	out, code, stderr := runCLIExit(t, e, args...)
+	if code != 0 {
+		t.Fatalf("leasetune %v: exit %d\n%s%s", args, code, out, stderr)
+	}
+	return out
+}
+
+// runCLIExit runs a leasetune command for env e and returns its stdout, exit
+// code and stderr.
+func runCLIExit(t *testing.T, e env, args ...string) (stdout string, code int, stderr string) {
+	t.Helper()
 	args = append(args, "--kubeconfig", kubeconfig, "--namespace", e.ns, "--fleet-namespace", e.fleetNS, "--rancher-namespace", e.rancherNS)
 	cmd := exec.Command(binary, args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
 	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("leasetune %v: %v\n%s%s", args, err, out, stderr.String())
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("leasetune %v: %v", args, err)
 	}
-	return string(out)
+	return string(out), code, errOut.String()
 }
 
 // world is a copy of every object the controller may write, by plan's
@@ -135,8 +151,8 @@ func diff(before, after world) (changes []change, written []string) {
 // values, and as many writes, as the controller then makes when the same
 // change is made for real (the Settings patched, past the settle time):
 //
-//  1. the controller retry period to 5s, with a refused 999ms before it:
-//     the refused value is reported as the webhook words it;
+//  1. a refused 999ms (plan exits 1 with the webhook's rule and plans
+//     nothing of it), then the controller retry period to 5s;
 //  2. one change of both components: the controller lease duration and the
 //     agent lease duration to 40s, set one right after the other. plan
 //     predicts one write of rancher-config (and, on Fleet v0.13+, one
@@ -177,19 +193,26 @@ func planSetMatches(t *testing.T, fleetVersion string) {
 		t.Fatalf("not converged: %s", jsonString(now.Changes))
 	}
 
-	t.Run("controller retry period, with a refused value", func(t *testing.T) {
-		webhook := checkChange(t, e, ctrlRetry, "999ms") // before the change: the same view plan sees
-		p := planThenApply(t, e, ns, obs, []string{ctrlRetry, "999ms", ctrlRetry, "5s"},
-			kit.Timings("30s", "25s", "5s"), kit.Timings("30s", "25s", "10s"))
-		// The refused value, worded as the webhook words it
-		// (settings.CheckChange on the live Settings, what the webhook
-		// runs), and left out.
-		if !strings.Contains(webhook, "retryPeriod 999ms must be at least 1s") {
+	t.Run("a refused value, then the controller retry period", func(t *testing.T) {
+		// A value the webhook refuses (settings.CheckChange on the live
+		// Settings, what the webhook runs): plan says so with the same
+		// rule, plans nothing of it, and exits 1.
+		webhook := checkChange(t, e, ctrlRetry, "999ms")
+		out, code, stderr := runCLIExit(t, e, "plan", "--output", "json", "--set", ctrlRetry+"=999ms")
+		var refused planJSON
+		if err := json.Unmarshal([]byte(out), &refused); err != nil {
+			t.Fatalf("plan --output json: %v\n%s%s", err, out, stderr)
+		}
+		rule := "retryPeriod 999ms must be at least 1s"
+		if !strings.Contains(webhook, rule) {
 			t.Errorf("the webhook's words for 999ms: %q", webhook)
 		}
-		if want := ctrlRetry + "=999ms: " + webhook; len(p.Refused) != 1 || p.Refused[0] != want {
-			t.Errorf("refused: %q, want [%q]", p.Refused, want)
+		if code != 1 || len(refused.Refused) != 1 || !strings.HasPrefix(refused.Refused[0], ctrlRetry+"=999ms: ") ||
+			!strings.Contains(refused.Refused[0], rule) || len(refused.Changes) != 0 {
+			t.Errorf("plan --set %s=999ms: exit %d, refused %q, %d changes; want 1, the rule %q, none", ctrlRetry, code, refused.Refused, len(refused.Changes), rule)
 		}
+		planThenApply(t, e, ns, obs, []string{ctrlRetry, "5s"},
+			kit.Timings("30s", "25s", "5s"), kit.Timings("30s", "25s", "10s"))
 	})
 	t.Run("both components in one change", func(t *testing.T) {
 		p := planThenApply(t, e, ns, obs, []string{ctrlLease, "40s", agentLease, "40s"},

@@ -185,7 +185,8 @@ export function checkChange(view, name, value) {
       next.push(resolve(od, input));
     }
   });
-  const refused = (err) => ({ message: `${ name }=${ goQuote(value) } refused: ${ err }` });
+  const empty = value === '' ? ` (empty: the default, ${ d.default })` : '';
+  const refused = (err) => ({ message: `${ name }=${ goQuote(value) }${ empty } refused: ${ err }` });
   const own = parseDuration(d.field, next[idx].value);
 
   if (own.error) {
