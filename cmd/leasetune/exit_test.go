@@ -79,6 +79,7 @@ func TestExitCodes(t *testing.T) {
 		// The page's API and its token path are gone (issue 25): so is their flag.
 		{"controller: the removed --ui-api-upstream", []string{"controller", "--ui-api-upstream", "http://x", "--log-format", "text"}, 2, []string{"unknown flag: --ui-api-upstream", "Usage:"}},
 		{"recommend: no target", []string{"recommend"}, 2, []string{"flag --max-failover is required", "Usage:"}},
+		{"recommend: --kubeconfig without --clusters", []string{"recommend", "--max-failover", "60s", "--kubeconfig", kc}, 2, []string{"--kubeconfig: only with --clusters N", "Usage:"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

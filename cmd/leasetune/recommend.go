@@ -131,6 +131,9 @@ func (o *recommendOptions) Validate() error {
 	if o.clusters.value < 0 || o.controllerLocks.value < 0 || o.alternatives.value < 0 || o.rancherReplicas.value < 0 {
 		return errors.New("--clusters, --controller-locks, --rancher-replicas and --alternatives must not be negative")
 	}
+	if o.kf.kubeconfig != "" && !o.clusters.set {
+		return errors.New("--kubeconfig: only with --clusters N (it reads the triples in effect for the installation's lock requests; the triple recommended depends on --max-failover alone)")
+	}
 	return o.target.Check()
 }
 
