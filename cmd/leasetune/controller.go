@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -45,6 +46,9 @@ func (k *kubeFlags) restConfig() (*rest.Config, error) {
 		if err != nil {
 			cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil).ClientConfig()
 		}
+	}
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, &usageError{errors.New("no kubeconfig: give --kubeconfig FILE, set KUBECONFIG, or have ~/.kube/config (in a pod, its ServiceAccount is used)")}
 	}
 	if err != nil {
 		return nil, &usageError{fmt.Errorf("no usable kubeconfig: %w", err)}

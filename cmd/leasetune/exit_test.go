@@ -147,3 +147,15 @@ func TestCancelEndsCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestNoKubeconfig: with no kubeconfig anywhere (and no pod), a command
+// that needs one says where to give it, with exit 2.
+func TestNoKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	code, _, errs := runCmd(t, "", "plan")
+	if code != 2 || !strings.Contains(errs, "no kubeconfig: give --kubeconfig FILE, set KUBECONFIG") {
+		t.Errorf("exit %d, stderr:\n%s\nwant 2 and where to give a kubeconfig", code, errs)
+	}
+}
