@@ -198,7 +198,7 @@ func (r *Report) planRancherConfig(rc *evaluation.RancherConfig) {
 		r.LeftAlone = append(r.LeftAlone, ref+": "+rc.Err.Error())
 	case rc.Changed:
 		r.Changes = append(r.Changes, Change{Object: ref,
-			Field: "data.fleet (leaderElection.*, agent.leaderElection.*)", Old: "…", New: "\n" + rc.Merged,
+			Field: "data.fleet (leaderElection.*, agent.leaderElection.*)", Old: "\n" + rc.Doc, New: "\n" + rc.Merged,
 			Restarts: "nothing now; Rancher's next Fleet chart upgrade keeps these values"})
 	}
 	// What stays after the writes and Fleet v0.16's chart refuses.

@@ -133,7 +133,7 @@ func diff(before, after world) (changes []change, written []string) {
 			bv, _, _ := unstructured.NestedString(b.Object, "data", fleetenv.RancherConfigKey)
 			av, _, _ := unstructured.NestedString(a.Object, "data", fleetenv.RancherConfigKey)
 			if av != bv {
-				changes = append(changes, change{name, "data.fleet (leaderElection.*, agent.leaderElection.*)", "…", "\n" + av})
+				changes = append(changes, change{name, "data.fleet (leaderElection.*, agent.leaderElection.*)", "\n" + bv, "\n" + av})
 			}
 		default:
 			if planEnv(a) != planEnv(b) {
