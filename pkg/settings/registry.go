@@ -33,7 +33,7 @@ var Components = [3]Component{FleetController, FleetAgent, Rancher}
 func (c Component) Restarts() string {
 	switch c {
 	case FleetController:
-		return "rolls the Fleet controller Deployments"
+		return "rolls the Fleet controller Deployments whose env it changes"
 	case FleetAgent:
 		return "redeploys the fleet-agents that take it"
 	case Rancher:
