@@ -191,11 +191,11 @@ func RancherOf(snap *inventory.Snapshot, st settings.ComponentStatus) *Rancher {
 	}
 	out := &Rancher{Deployment: d, Version: snap.RancherVersion, Replicas: snap.RancherReplicas}
 	var env []corev1.EnvVar
-	if i := containerIndex(d); i >= 0 {
+	if i := rancher.ContainerIndex(d); i >= 0 {
 		env = d.Spec.Template.Spec.Containers[i].Env
 	}
 	out.Runs, out.RunsKnown = rancher.Runs(env, snap.RancherVersion)
-	out.RunsKnown = out.RunsKnown && containerIndex(d) >= 0
+	out.RunsKnown = out.RunsKnown && rancher.ContainerIndex(d) >= 0
 	out.LockBefore = out.lockCost(out.Runs)
 	out.LockAfter = out.LockBefore
 	out.Decision = rancherenv.Decide(d, rancherenv.Input{Triple: st.Effective, OK: st.HasEffective, Version: snap.RancherVersion})
@@ -219,16 +219,6 @@ func RancherOf(snap *inventory.Snapshot, st settings.ComponentStatus) *Rancher {
 	}
 	out.LockAfter = out.lockCost(st.Effective)
 	return out
-}
-
-// containerIndex is the index of the rancher container in d, or -1.
-func containerIndex(d *appsv1.Deployment) int {
-	for i, c := range d.Spec.Template.Spec.Containers {
-		if c.Name == rancher.Container {
-			return i
-		}
-	}
-	return -1
 }
 
 // lockCost is the lock's requests per hour at t: a leader and replicas-1

@@ -270,7 +270,7 @@ func (r *Report) propose(objs []v3.Setting, stateData map[string]string, set []A
 			continue
 		}
 		for _, w := range writes {
-			out = withValue(out, w.Name, w.Value)
+			out = settings.WithValue(out, w.Name, w.Value)
 		}
 		r.Order = append(r.Order, writes...)
 	}
@@ -288,20 +288,6 @@ func asked(c settings.Component, set []Assignment) string {
 		}
 	}
 	return strings.Join(parts, " ")
-}
-
-// withValue is objs with the Setting name holding value (added when
-// missing).
-func withValue(objs []v3.Setting, name, value string) []v3.Setting {
-	for i := range objs {
-		if objs[i].Name == name {
-			objs[i].Value = value
-			return objs
-		}
-	}
-	s := v3.Setting{Value: value}
-	s.Name = name
-	return append(objs, s)
 }
 
 // planClusters adds each routed cluster's agent env, what its

@@ -43,6 +43,17 @@ type Version struct {
 	Known bool
 }
 
+// ContainerIndex is the index of the rancher container (Container) in d's
+// pod template, or -1.
+func ContainerIndex(d *appsv1.Deployment) int {
+	for i, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == Container {
+			return i
+		}
+	}
+	return -1
+}
+
 // Detect reads the Rancher version from the release tag of the rancher
 // container's image in the Rancher Deployment (rancher/rancher:v2.11.3).
 func Detect(d *appsv1.Deployment) (Version, bool) {

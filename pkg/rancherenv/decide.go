@@ -110,7 +110,7 @@ func Decide(d *appsv1.Deployment, in Input) Decision {
 		v, _ = rancher.Detect(d)
 	}
 	out := Decision{Version: v}
-	ci := containerIndex(d)
+	ci := rancher.ContainerIndex(d)
 	if ci < 0 {
 		return out.problem(ProblemNoContainer, fmt.Sprintf("Deployment %s/%s has no container %q", d.Namespace, d.Name, rancher.Container))
 	}
@@ -169,15 +169,6 @@ func WriteProblem(d *appsv1.Deployment) (Problem, string) {
 func (d Decision) problem(p Problem, reason string) Decision {
 	d.Problem, d.Reason, d.Write, d.Env, d.Remove = p, reason, false, nil, false
 	return d
-}
-
-func containerIndex(d *appsv1.Deployment) int {
-	for i, c := range d.Spec.Template.Spec.Containers {
-		if c.Name == rancher.Container {
-			return i
-		}
-	}
-	return -1
 }
 
 // Record reads RecordAnnotation; nil when absent or unreadable.

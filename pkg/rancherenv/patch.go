@@ -22,7 +22,7 @@ import (
 // removed) in the same patch. Nothing else is touched.
 func PatchBody(d *appsv1.Deployment, dec Decision) ([]byte, error) {
 	type op = map[string]interface{}
-	ci := containerIndex(d)
+	ci := rancher.ContainerIndex(d)
 	if ci < 0 {
 		return nil, fmt.Errorf("deployment %s/%s has no container %q", d.Namespace, d.Name, rancher.Container)
 	}

@@ -108,7 +108,7 @@ func WriteOrder(v View, c Component, want [3]string) ([]Write, error) {
 				}
 				break
 			}
-			objs = withValue(objs, d.Name, want[i])
+			objs = WithValue(objs, d.Name, want[i])
 			writes = append(writes, Write{Name: d.Name, Value: want[i]})
 		}
 		if stepErr == nil {
@@ -142,8 +142,9 @@ func CurrentValues(v View, c Component) [3]string {
 	return out
 }
 
-// withValue returns objs with setting name's value set (added when missing).
-func withValue(objs []v3.Setting, name, value string) []v3.Setting {
+// WithValue returns objs with setting name's value set (added when
+// missing); it changes objs' elements in place.
+func WithValue(objs []v3.Setting, name, value string) []v3.Setting {
 	for i := range objs {
 		if objs[i].Name == name {
 			objs[i].Value = value
