@@ -82,13 +82,16 @@ func newPlanCommand() *cobra.Command {
 		Short: "Print every write the controller would make now, or after --set, and which agents would restart, without writing",
 		Long: `Print every write the controllers would make now, and what each restarts,
 with the totals and the lock requests per hour, without writing anything.
-With --set NAME=VALUE (repeatable, applied in order, each checked as the
-webhook checks it), print what that proposed change would write and restart.`,
+With --set NAME=VALUE (repeatable; a name's last value counts), print what
+the proposed values would write and restart once stored: each component's
+values are written in an order the webhook accepts step by step, as the
+Leader election page writes them. Values no order takes are refused whole,
+said first, left out of the plan, and plan exits 1.`,
 		Args: cobra.NoArgs,
 		RunE: runOptions(o),
 	}
 	o.pf.add(cmd)
-	cmd.Flags().StringArrayVar(&o.set, "set", nil, "a proposed setting value NAME=VALUE (repeatable, applied in order)")
+	cmd.Flags().StringArrayVar(&o.set, "set", nil, "a proposed setting value NAME=VALUE (repeatable; stored in an order the webhook accepts)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "text or json")
 	return cmd
 }
