@@ -253,15 +253,15 @@ func (r *Report) propose(objs []v3.Setting, stateData map[string]string, set []A
 	remembered := settings.RememberedValues(stateData)
 	for _, c := range settings.Components {
 		want := settings.CurrentValues(settings.View{Objects: out, Remembered: remembered}, c)
-		any := false
+		proposed := false
 		for i, d := range settings.Of(c) {
 			for _, a := range set {
 				if a.Name == d.Name {
-					want[i], any = a.Value, true
+					want[i], proposed = a.Value, true
 				}
 			}
 		}
-		if !any {
+		if !proposed {
 			continue
 		}
 		writes, err := settings.WriteOrder(settings.View{Objects: out, Remembered: remembered}, c, want)
