@@ -151,7 +151,7 @@ func runComponentsOnce(ctx context.Context, rc *rest.Config, cs kubernetes.Inter
 	if err != nil {
 		return err
 	}
-	// The channel is detected first in fleetsettings' handler, from each
+	// The channel is detected first in fleetsettings' sync of each
 	// version of the fleet-controller Deployment.
 	fc, err := fleetchannel.Load(ctx, fleetchannel.Options{
 		Namespace: cfg.FleetNamespace, StateNamespace: cfg.Namespace, Override: cfg.ChannelOverride,

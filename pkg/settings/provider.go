@@ -20,6 +20,7 @@ import (
 	"leasetune.io/leasetune/pkg/election"
 	mgmtcontrollers "leasetune.io/leasetune/pkg/generated/controllers/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/ownstate"
+	"leasetune.io/leasetune/pkg/workloop"
 )
 
 // DefaultStateName is the ConfigMap that holds the provider's durable State.
@@ -87,6 +88,8 @@ type Provider struct {
 
 	syncMu sync.Mutex  // serialises sync
 	synced atomic.Bool // a sync has completed (HasSynced)
+	loop   *workloop.Loop[string]
+	queue  workloop.Queue[string] // the loop; a recording one in unit tests
 
 	mu        sync.RWMutex // guards the fields below
 	state     State        // as last persisted
@@ -118,20 +121,29 @@ func NewProvider(opts ProviderOptions) *Provider {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Provider{
+	p := &Provider{
 		opts:    opts,
 		log:     opts.Log.With("component", "settings"),
 		status:  map[Component]ComponentStatus{},
 		refused: map[Component]string{},
 		pending: map[Component]pendingTriple{},
 	}
+	p.loop = workloop.New(workloop.Options{Name: "settings", Log: opts.Log}, func(ctx context.Context, _ string) error { return p.sync(ctx) })
+	p.queue = p.loop
+	return p
 }
 
+// syncKey is the provider's one work item: every sync reads the nine
+// Settings together.
+const syncKey = "settings"
+
 // Register loads the durable state, seeds the effective triples from it,
-// creates the missing Setting objects (with the users' remembered values)
-// and registers the handler that keeps everything current. It returns an
-// error when the state ConfigMap cannot be read or an object cannot be
-// created; an unreadable stored triple is only logged.
+// creates the missing Setting objects (with the users' remembered values),
+// registers the handler that keeps everything current and runs its work
+// queue until ctx ends (its worker waits for the Settings cache: start the
+// factory afterwards). It returns an error when the state ConfigMap cannot
+// be read or an object cannot be created; an unreadable stored triple is
+// only logged.
 func (p *Provider) Register(ctx context.Context) error {
 	if err := p.loadState(ctx); err != nil {
 		return err
@@ -141,12 +153,21 @@ func (p *Provider) Register(ctx context.Context) error {
 			return err
 		}
 	}
-	p.opts.Settings.OnChange(ctx, "leasetune-settings", func(key string, s *v3.Setting) (*v3.Setting, error) {
-		if _, ok := Lookup(key); !ok {
-			return s, nil
+	inf := p.opts.Settings.Informer()
+	_, _ = inf.AddEventHandler(p.loop.Handler(func(obj interface{}) []string {
+		if s, ok := obj.(*v3.Setting); ok {
+			if _, ours := Lookup(s.Name); ours {
+				return []string{syncKey}
+			}
 		}
-		return s, p.sync(ctx)
-	})
+		return nil
+	}))
+	p.queue.Add(syncKey) // once at the start, whatever the cache holds
+	go func() {
+		if err := p.loop.Run(ctx, inf.HasSynced); err != nil && ctx.Err() == nil {
+			p.log.Error("stopped", "error", err)
+		}
+	}()
 	return nil
 }
 
@@ -259,7 +280,7 @@ func (p *Provider) sync(ctx context.Context) error {
 	next.Effective, p.pending = settled.effective, settled.pending
 	p.mu.Unlock()
 	if settled.recheck > 0 {
-		p.opts.Settings.EnqueueAfter(Of(Components[0])[0].Name, settled.recheck)
+		p.queue.AddAfter(syncKey, settled.recheck)
 	}
 	stored, err := p.persist(ctx, next)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	v3 "leasetune.io/leasetune/pkg/apis/management.cattle.io/v3"
 	"leasetune.io/leasetune/pkg/election"
@@ -31,7 +33,7 @@ type syncHarness struct {
 	settings []string // the Settings client's calls
 	created  map[string]*v3.Setting
 	notified int // listener calls (a triple took effect)
-	requeues int // EnqueueAfter calls (a sync asked to run again)
+	queue    *recordingQueue // what a sync enqueued (asked to run again)
 }
 
 func newSyncHarness(t *testing.T) *syncHarness {
@@ -60,9 +62,11 @@ func newSyncHarness(t *testing.T) *syncHarness {
 		h.created[s.Name] = s
 		return s, nil
 	}).AnyTimes()
-	sc.EXPECT().EnqueueAfter(gomock.Any(), gomock.Any()).Do(func(string, time.Duration) { h.requeues++ }).AnyTimes()
 	h.p = NewProvider(ProviderOptions{Settings: sc, ConfigMaps: h.cs.CoreV1(), Namespace: "leasetune-system",
 		LookupEnv: func(string) (string, bool) { return "", false }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(h.p.loop.ShutDown)
+	h.queue = &recordingQueue{}
+	h.p.queue = h.queue
 	h.p.OnChange(func() { h.notified++ })
 	if err := h.p.loadState(context.Background()); err != nil {
 		t.Fatal(err)
@@ -75,7 +79,7 @@ func newSyncHarness(t *testing.T) *syncHarness {
 func (h *syncHarness) sync(t *testing.T) (actions []string, notified int) {
 	t.Helper()
 	h.cs.ClearActions()
-	h.settings, h.notified, h.requeues = nil, 0, 0
+	h.settings, h.notified, h.queue.added = nil, 0, nil
 	if err := h.p.sync(context.Background()); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
@@ -84,6 +88,15 @@ func (h *syncHarness) sync(t *testing.T) (actions []string, notified int) {
 		actions = append(actions, verbResource(a))
 	}
 	return actions, h.notified
+}
+
+// recordingQueue records what the provider enqueues ("add K after D").
+// (tests/kit/fakes.Queue imports this package.)
+type recordingQueue struct{ added []string }
+
+func (q *recordingQueue) Add(k string) { q.added = append(q.added, "add "+k) }
+func (q *recordingQueue) AddAfter(k string, d time.Duration) {
+	q.added = append(q.added, "add "+k+" after "+d.String())
 }
 
 func verbResource(a k8stesting.Action) string {
@@ -104,8 +117,8 @@ func TestProviderDoNothing(t *testing.T) {
 	if got, n := h.sync(t); !reflect.DeepEqual(got, []string{"create configmaps"}) || n != 1 {
 		t.Fatalf("first sync: %v and %d listener calls; want the state's create, and one call (the three triples take effect together)", got, n)
 	}
-	if got, n := h.sync(t); len(got) != 0 || n != 0 || h.requeues != 0 {
-		t.Errorf("converged sync: %v, %d listener calls, %d re-queues; want none", got, n, h.requeues)
+	if got, n := h.sync(t); len(got) != 0 || n != 0 || len(h.queue.added) != 0 {
+		t.Errorf("converged sync: %v, %d listener calls, enqueued %q; want none", got, n, h.queue.added)
 	}
 }
 
@@ -143,5 +156,29 @@ func TestProviderRestoresOnce(t *testing.T) {
 	}
 	if c := h.created["fleet-leader-election-retry-period"]; c == nil || c.Value != "5s" {
 		t.Errorf("created %+v, want the user's value 5s", c)
+	}
+}
+
+// TestProviderPendingLooksAgain: a change within the settle time takes no
+// effect yet (no listener call) and asks for one sync just after the
+// settle time; that sync puts it in effect and asks for nothing more.
+func TestProviderPendingLooksAgain(t *testing.T) {
+	h := newSyncHarness(t)
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1_800_000_000, 0))
+	h.p.opts.Settle, h.p.opts.Clock = 10*time.Second, clk
+	h.sync(t)
+	h.set("fleet-leader-election-retry-period", "5s")
+	if _, n := h.sync(t); n != 0 {
+		t.Errorf("a pending change told %d listeners, want none", n)
+	}
+	if got := h.queue.added; len(got) != 1 || !strings.HasPrefix(got[0], "add settings after 1") {
+		t.Errorf("enqueued %q, want the one work item once the 10s settle time has passed", got)
+	}
+	clk.SetTime(clk.Now().Add(11 * time.Second))
+	if _, n := h.sync(t); n != 1 || len(h.queue.added) != 0 {
+		t.Errorf("after the settle time: %d listener calls, enqueued %q; want one call and nothing", n, h.queue.added)
+	}
+	if tm, _ := h.p.Effective(FleetController); tm.RetryPeriod != 5*time.Second {
+		t.Errorf("fleet-controller in effect: %s, want retryPeriod 5s", tm)
 	}
 }

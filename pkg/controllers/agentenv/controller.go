@@ -5,19 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"leasetune.io/leasetune/pkg/agentenv"
@@ -25,10 +22,10 @@ import (
 	"leasetune.io/leasetune/pkg/agentenv/patch"
 	"leasetune.io/leasetune/pkg/agentenv/slim"
 	"leasetune.io/leasetune/pkg/fleet"
-	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/pkg/workloop"
 )
 
 // FieldManager is the field manager of every write this controller makes
@@ -93,8 +90,8 @@ type Options struct {
 }
 
 // Controller converges each downstream cluster's agent env. Its files are
-// one concern each: handlers.go (informers' handlers, the work queue's
-// workers), gather.go (one cluster's state from the caches), outcome.go
+// one concern each: handlers.go (informers' handlers feeding the work
+// queue, pkg/workloop), gather.go (one cluster's state from the caches), outcome.go
 // (the pure decision of a sync: at most one write), apply.go (that write),
 // report.go (Events, metrics and logs, after the write), propagation.go (a
 // global change summed up), ledger.go (what is remembered per cluster).
@@ -103,7 +100,7 @@ type Controller struct {
 	patcher patch.Patcher
 	log     *slog.Logger
 	clock   clock.Clock
-	queue   workqueue.RateLimitingInterface
+	loop    *workloop.Loop[string]
 	pace    *rate.Limiter
 	own     []cache.SharedIndexInformer // the informers this controller runs
 	shared  []handlerOn                 // handlers on informers it shares
@@ -148,10 +145,12 @@ func New(opts Options) *Controller {
 		opts:    opts,
 		log:     opts.Log.With("controller", "agentenv"),
 		clock:   opts.Clock,
-		queue:   workqueue.NewNamedRateLimitingQueue(workqueue.DefaultControllerRateLimiter(), "agentenv"),
 		ledger:  newLedger(),
 		prop:    newPropagation(opts.ClustersPerMinute),
 	}
+	// The propagation of a change ends when the queue is empty: later
+	// writes (an override edited by hand) are not part of it.
+	c.loop = workloop.New(workloop.Options{Name: controllerName, Workers: opts.Workers, Log: opts.Log, Idle: c.prop.idle}, c.syncAndSettle)
 	if opts.ClustersPerMinute > 0 {
 		c.pace = rate.NewLimiter(rate.Limit(opts.ClustersPerMinute/60), 1)
 	}
@@ -200,7 +199,7 @@ func (c *Controller) RancherVersion() rancher.Version {
 // Run starts the informers and workers and blocks until ctx ends. It
 // returns an error when the caches do not sync before ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	defer c.queue.ShutDown()
+	defer c.loop.ShutDown()
 	ictx, stopInformers := context.WithCancel(ctx)
 	var informers sync.WaitGroup
 	defer func() { stopInformers(); informers.Wait() }()
@@ -222,19 +221,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.log.Info("caches synced", "fleetClusters", len(c.fleet.GetStore().ListKeys()))
 	c.sumUpFirstPass()
-	var wg sync.WaitGroup
-	for i := 0; i < c.opts.Workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wait.UntilWithContext(ctx, c.worker, time.Second)
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	err := c.loop.Run(ctx)
 	c.ledger.clearProblems()
-	return nil
+	return err
 }
 
 // HasSynced reports whether the informers have synced.
@@ -250,18 +239,28 @@ func (c *Controller) HasSynced() bool {
 }
 
 // QueueLen is the number of fleet Clusters waiting to be synced.
-func (c *Controller) QueueLen() int { return c.queue.Len() }
+func (c *Controller) QueueLen() int { return c.loop.Len() }
 
 // EnqueueAll enqueues every fleet Cluster.
 func (c *Controller) EnqueueAll() {
 	for _, key := range c.fleet.GetStore().ListKeys() {
-		c.queue.Add(key)
+		c.loop.Add(key)
 	}
-	metrics.QueueDepth.WithLabelValues(controllerName).Set(float64(c.queue.Len()))
 }
 
 // Problems returns the clusters left alone and why, by fleet Cluster key.
 func (c *Controller) Problems() map[string]agentenv.Problem { return c.ledger.snapshot() }
+
+// syncAndSettle is a sync that, when it succeeds, tells the propagation
+// of a triple change that the cluster has settled (report.go settled).
+func (c *Controller) syncAndSettle(ctx context.Context, key string) error {
+	seq := c.prop.syncSeq()
+	err := c.sync(ctx, key)
+	if err == nil {
+		c.settled(key, seq)
+	}
+	return err
+}
 
 // sync converges one fleet Cluster: gather from the caches, decide
 // (planSync), make at most one write (apply; after a conflict, decide

@@ -1,7 +1,6 @@
 package agentenv
 
 import (
-	"context"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,7 +11,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"leasetune.io/leasetune/pkg/agentenv/index"
-	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
 )
@@ -34,7 +32,7 @@ func (c *Controller) fleetHandler() cache.ResourceEventHandler {
 func (c *Controller) enqueueFleet(obj interface{}) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err == nil {
-		c.queue.Add(key)
+		c.loop.Add(key)
 	}
 }
 
@@ -144,34 +142,4 @@ func asDeployment(obj interface{}) *appsv1.Deployment {
 		}
 	}
 	return nil
-}
-
-// worker syncs fleet Clusters from the queue until it shuts down.
-func (c *Controller) worker(ctx context.Context) {
-	for {
-		item, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		key := item.(string)
-		seq := c.prop.syncSeq()
-		err := c.sync(ctx, key)
-		switch {
-		case err == nil:
-			c.queue.Forget(item)
-			c.settled(key, seq)
-		case ctx.Err() != nil:
-		default:
-			c.log.Error("sync failed; retrying", "cluster", key, "error", err)
-			c.queue.AddRateLimited(item)
-		}
-		c.queue.Done(item)
-		depth := c.queue.Len()
-		metrics.QueueDepth.WithLabelValues(controllerName).Set(float64(depth))
-		if depth == 0 {
-			// The change has been propagated: later writes (an override
-			// edited by hand) are not part of it.
-			c.prop.idle()
-		}
-	}
 }

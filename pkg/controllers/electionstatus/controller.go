@@ -39,6 +39,7 @@ import (
 	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/rancher"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/pkg/workloop"
 )
 
 // FieldManager is the field manager of the status writes.
@@ -105,7 +106,7 @@ type Options struct {
 type Controller struct {
 	opts     Options
 	log      *slog.Logger
-	queue    workqueue.RateLimitingInterface
+	loop     *workloop.Loop[string]
 	factory  dynamicinformer.DynamicSharedInformerFactory
 	informer cache.SharedIndexInformer
 
@@ -128,8 +129,10 @@ func New(opts Options) *Controller {
 		// Only sync computes with it, one at a time (one work item).
 		opts.Compute.Memo = electionstatus.NewMemo()
 	}
-	c := &Controller{opts: opts, log: opts.Log.With("controller", "electionstatus"),
-		queue: workqueue.NewNamedRateLimitingQueue(workqueue.NewItemExponentialFailureRateLimiter(RetryMin, RetryMax), "electionstatus")}
+	c := &Controller{opts: opts, log: opts.Log.With("controller", "electionstatus")}
+	c.loop = workloop.New(workloop.Options{Name: "electionstatus", Log: opts.Log,
+		RateLimiter: workqueue.NewItemExponentialFailureRateLimiter(RetryMin, RetryMax)},
+		func(ctx context.Context, _ string) error { return c.sync(ctx) })
 	c.factory = dynamicinformer.NewFilteredDynamicSharedInformerFactory(opts.Client, 0, "", func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", electionstatus.Name).String()
 	})
@@ -145,7 +148,7 @@ func New(opts Options) *Controller {
 
 // Changed says a source changed: the status is computed again within
 // Debounce. It never blocks.
-func (c *Controller) Changed() { c.queue.AddAfter(key, Debounce) }
+func (c *Controller) Changed() { c.loop.AddAfter(key, Debounce) }
 
 // Handler is an informer event handler that calls Changed.
 func (c *Controller) Handler() cache.ResourceEventHandler {
@@ -158,35 +161,19 @@ func (c *Controller) Handler() cache.ResourceEventHandler {
 
 // ShutDown stops a controller that will not Run (its queue's goroutine
 // ends); Run does it itself when it returns.
-func (c *Controller) ShutDown() { c.queue.ShutDown() }
+func (c *Controller) ShutDown() { c.loop.ShutDown() }
 
 // Run keeps the object until ctx ends. It returns an error when its
 // informer does not sync (the CRD is not installed: the chart installs it).
 func (c *Controller) Run(ctx context.Context) error {
-	defer c.queue.ShutDown()
+	defer c.loop.ShutDown()
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
 		return fmt.Errorf("the ElectionStatus informer did not sync (is the CRD electionstatuses.leasetune.io installed?)")
 	}
-	c.queue.Add(key)
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
-	for {
-		item, quit := c.queue.Get()
-		if quit {
-			return nil
-		}
-		if err := c.sync(ctx); err != nil && ctx.Err() == nil {
-			c.log.Error("status not written; retrying", "error", err)
-			c.queue.AddRateLimited(item)
-		} else {
-			c.queue.Forget(item)
-		}
-		c.queue.Done(item)
-	}
+	c.loop.Add(key)
+	return c.loop.Run(ctx)
 }
 
 // Snapshot is the installation as the sources have it now.

@@ -47,8 +47,8 @@ type Controller struct {
 }
 
 // Load returns the controller with the recorded channel loaded. It
-// registers no handler: its Sync runs first in the handler of the
-// controller that writes the fleet-controller Deployment
+// registers no handler: its Sync runs first in each sync of the
+// fleet-controller Deployment by the controller that writes it
 // (fleetsettings.Options.Detect), so that it sees each version of the
 // Deployment before leasetune's write changes its managed fields.
 func Load(ctx context.Context, opts Options) (*Controller, error) {

@@ -27,6 +27,7 @@ import (
 	"leasetune.io/leasetune/pkg/own"
 	"leasetune.io/leasetune/pkg/restart"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/pkg/workloop"
 )
 
 // Options configures Register.
@@ -37,20 +38,18 @@ type Options struct {
 	RancherNamespace string
 	// Channels gives the Fleet agent channel (pkg/controllers/fleetchannel).
 	Channels fleet.ChannelSource
-	// Detect, when set, runs first on each version of a Deployment, in this
-	// controller's handler, whatever it returns (the channel's detection,
-	// fleetchannel.Controller.Sync): it sees the Deployment before
-	// leasetune's write changes its managed fields. One handler, not two on
-	// one controller: lasso removes a handler when its context ends by
-	// shifting the slice a running worker reads (v0.0.0-20230629200414
-	// pkg/controller/sharedhandler.go Register and OnChange), a data race
-	// with two or more (found by the race detector at a shutdown).
+	// Detect, when set, runs first in each sync of a Deployment, whatever
+	// it returns (the channel's detection, fleetchannel.Controller.Sync):
+	// it sees the Deployment before leasetune's write changes its managed
+	// fields.
 	Detect func(context.Context, *appsv1.Deployment) error
 
-	// Deployments is a wrangler controller whose informer watches Namespace.
+	// Deployments is a wrangler controller whose informer watches
+	// Namespace; ConfigMaps one whose informer watches RancherNamespace.
+	// Their caches are read and their informers feed the work queue
+	// (pkg/workloop); their clients are not used.
 	Deployments appscontrollers.DeploymentController
-	// ConfigMaps is a wrangler controller whose informer watches RancherNamespace.
-	ConfigMaps corecontrollers.ConfigMapController
+	ConfigMaps  corecontrollers.ConfigMapController
 	// Client makes the writes, with own.FieldManager.
 	Client kubernetes.Interface
 	// Triples gives the effective triples.
@@ -67,6 +66,8 @@ type Options struct {
 	// with new values, docs/design.md, "How the timings reach each process"), which the restart ledger
 	// (metrics.Restarts "fleet-agent") counts.
 	Agents func() int
+	// Workers is the number of concurrent syncs (default 2).
+	Workers int
 	// Recorder records Events; may be nil.
 	Recorder record.EventRecorder
 	// Log receives structured logs; slog.Default() when nil.
@@ -76,18 +77,34 @@ type Options struct {
 // controllerName is the controller label of this controller's metrics.
 const controllerName = "fleetsettings"
 
+// Key is a work item: a Deployment in the Fleet namespace, or
+// rancher-config.
+type Key struct {
+	ConfigMap       bool
+	Namespace, Name string
+}
+
+func (k Key) String() string {
+	if k.ConfigMap {
+		return "configmap " + k.Namespace + "/" + k.Name
+	}
+	return "deployment " + k.Namespace + "/" + k.Name
+}
+
 // Controller converges the Fleet Deployments' env and the Fleet chart
 // values in rancher-config on the effective triples.
 type Controller struct {
-	opts Options
-	log  *slog.Logger
+	opts  Options
+	log   *slog.Logger
+	loop  *workloop.Loop[Key]
+	queue workloop.Queue[Key] // the loop; a recording one in unit tests
 
 	mu       sync.Mutex
 	changeAt time.Time // when the triples last changed, for the propagation metric
 	// owed are the objects a triple change enqueued and not yet synced:
 	// the change's propagation ends with the last of them, so a later
 	// drift repair is not counted as part of it.
-	owed map[string]bool
+	owed map[Key]bool
 	// notApplicable is the channel and agent triple last reported as not
 	// reaching the agents, so that each pair is said once.
 	notApplicable string
@@ -96,47 +113,40 @@ type Controller struct {
 	refusedSaid string
 }
 
-// Register registers the handlers; start the factories of
-// opts.Deployments and opts.ConfigMaps afterwards.
+// Register registers the handlers and runs the work queue until ctx ends;
+// start the factories of opts.Deployments and opts.ConfigMaps afterwards
+// (the workers wait for their caches).
 func Register(ctx context.Context, opts Options) *Controller {
 	c := New(opts)
 	c.mu.Lock()
 	c.publishPropagation() // the series exist from the start, at 0
 	c.mu.Unlock()
 	setRefused(metrics.RefusedByAgents, false)
-	opts.Deployments.OnChange(ctx, "leasetune-fleet-env", func(key string, d *appsv1.Deployment) (*appsv1.Deployment, error) {
-		var detectErr error
-		if c.opts.Detect != nil {
-			detectErr = c.opts.Detect(ctx, d)
+	deps, cms := opts.Deployments.Informer(), opts.ConfigMaps.Informer()
+	_, _ = deps.AddEventHandler(c.loop.Handler(func(obj interface{}) []Key {
+		if d, ok := obj.(*appsv1.Deployment); ok && d.Namespace == c.opts.Namespace {
+			return []Key{{Namespace: d.Namespace, Name: d.Name}}
 		}
-		err := c.syncDeployment(ctx, d)
-		if err == nil {
-			c.synced(key) // its writes are done, whatever Detect said
+		return nil
+	}))
+	_, _ = cms.AddEventHandler(c.loop.Handler(func(obj interface{}) []Key {
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Namespace == c.opts.RancherNamespace && cm.Name == fleetenv.RancherConfigName {
+			return []Key{c.rancherConfigKey()}
 		}
-		return d, errors.Join(detectErr, err)
-	})
-	opts.ConfigMaps.OnChange(ctx, "leasetune-rancher-config", func(key string, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-		err := c.syncRancherConfig(ctx, cm)
-		if err == nil {
-			c.synced(key)
-		}
-		return cm, err
-	})
+		return nil
+	}))
 	opts.Triples.OnChange(func() {
-		var keys []string
-		if ds, err := c.opts.Deployments.Cache().List(c.opts.Namespace, labels.Everything()); err == nil {
-			for _, d := range ds {
-				if fleet.IsTarget(d) {
-					keys = append(keys, d.Namespace+"/"+d.Name)
-				}
-			}
-		}
-		c.beginPropagation(time.Now(), keys)
+		c.beginPropagation(time.Now(), c.targets())
 		c.reportAgentTimings()
 		c.EnqueueAll()
 	})
 	opts.Channels.OnChannelChange(c.reportAgentTimings)
 	c.reportAgentTimings()
+	go func() {
+		if err := c.loop.Run(ctx, deps.HasSynced, cms.HasSynced); err != nil && ctx.Err() == nil {
+			c.log.Error("stopped", "error", err)
+		}
+	}()
 	return c
 }
 
@@ -145,7 +155,61 @@ func New(opts Options) *Controller {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	return &Controller{opts: opts, log: opts.Log.With("controller", "fleetsettings")}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	c := &Controller{opts: opts, log: opts.Log.With("controller", controllerName)}
+	c.loop = workloop.New(workloop.Options{Name: controllerName, Workers: opts.Workers, Log: opts.Log}, c.sync)
+	c.queue = c.loop
+	return c
+}
+
+func (c *Controller) rancherConfigKey() Key {
+	return Key{ConfigMap: true, Namespace: c.opts.RancherNamespace, Name: fleetenv.RancherConfigName}
+}
+
+// targets are the keys of the Fleet Deployments leasetune writes
+// (fleet.IsTarget), from the cache.
+func (c *Controller) targets() []Key {
+	var keys []Key
+	ds, err := c.opts.Deployments.Cache().List(c.opts.Namespace, labels.Everything())
+	if err != nil {
+		c.log.Error("list deployments from cache", "error", err)
+	}
+	for _, d := range ds {
+		if fleet.IsTarget(d) {
+			keys = append(keys, Key{Namespace: d.Namespace, Name: d.Name})
+		}
+	}
+	return keys
+}
+
+// sync syncs one work item from the cache: a Deployment (Detect first,
+// then syncDeployment) or rancher-config (syncRancherConfig). A deleted
+// object is nothing to do. Once its write is done (whatever Detect said)
+// the item is no longer owed to the propagation.
+func (c *Controller) sync(ctx context.Context, k Key) error {
+	var err, detectErr error
+	if k.ConfigMap {
+		cm, gerr := c.opts.ConfigMaps.Cache().Get(k.Namespace, k.Name)
+		if gerr != nil && !apierrors.IsNotFound(gerr) {
+			return gerr
+		}
+		err = c.syncRancherConfig(ctx, cm)
+	} else {
+		d, gerr := c.opts.Deployments.Cache().Get(k.Namespace, k.Name)
+		if gerr != nil && !apierrors.IsNotFound(gerr) {
+			return gerr
+		}
+		if c.opts.Detect != nil && d != nil {
+			detectErr = c.opts.Detect(ctx, d)
+		}
+		err = c.syncDeployment(ctx, d)
+	}
+	if err == nil {
+		c.synced(k)
+	}
+	return errors.Join(detectErr, err)
 }
 
 // reportAgentTimings says, once per channel and agent triple, with a
@@ -210,17 +274,17 @@ func setRefused(reason string, refused bool) {
 	metrics.SettingRefused.WithLabelValues(string(settings.FleetAgent), reason).Set(v)
 }
 
-// EnqueueAll re-enqueues every Deployment in the Fleet namespace and the
-// rancher-config ConfigMap.
+// EnqueueAll enqueues every Deployment in the Fleet namespace and
+// rancher-config.
 func (c *Controller) EnqueueAll() {
 	ds, err := c.opts.Deployments.Cache().List(c.opts.Namespace, labels.Everything())
 	if err != nil {
 		c.log.Error("list deployments from cache", "error", err)
 	}
 	for _, d := range ds {
-		c.opts.Deployments.Enqueue(d.Namespace, d.Name)
+		c.queue.Add(Key{Namespace: d.Namespace, Name: d.Name})
 	}
-	c.opts.ConfigMaps.Enqueue(c.opts.RancherNamespace, fleetenv.RancherConfigName)
+	c.queue.Add(c.rancherConfigKey())
 }
 
 // gathered is what a sync reads: the inputs of fleetenv's decisions and
@@ -291,7 +355,7 @@ func (c *Controller) reportJudgement(g gathered) {
 	if g.refusal == nil {
 		return
 	}
-	c.opts.Deployments.EnqueueAfter(c.opts.Namespace, fleet.ControllerDeployment, RejudgeAfter)
+	c.queue.AddAfter(Key{Namespace: c.opts.Namespace, Name: fleet.ControllerDeployment}, RejudgeAfter)
 	msg := fmt.Sprintf("the agent triple %s is not propagated, the agents keep %s: %v", g.next, g.cur, g.refusal)
 	c.mu.Lock()
 	said := c.refusedSaid == msg
@@ -349,7 +413,7 @@ func (c *Controller) reportDeployment(d *appsv1.Deployment, g gathered, changes 
 	if !written {
 		return
 	}
-	c.wrote("deployment", d.Namespace+"/"+d.Name)
+	c.wrote("deployment", Key{Namespace: d.Namespace, Name: d.Name})
 	metrics.Restarts.WithLabelValues(string(restart.DeploymentRollout)).Inc()
 	if redeploysAgents(changes) && c.opts.Agents != nil {
 		metrics.Restarts.WithLabelValues(string(restart.FleetAgent)).Add(float64(c.opts.Agents()))
@@ -426,14 +490,14 @@ func (c *Controller) reportRancherConfig(cm *corev1.ConfigMap, g gathered, unrea
 			c.opts.Recorder.Event(cm, corev1.EventTypeWarning, "FleetValuesUnreadable", unreadable.Error()+"; leasetune leaves it alone")
 		}
 	case written:
-		c.wrote("rancher-config", cm.Namespace+"/"+cm.Name)
+		c.wrote("rancher-config", c.rancherConfigKey())
 		c.log.Info("fleet chart values updated", "configmap", cm.Namespace+"/"+cm.Name)
 	}
 }
 
 // wrote counts a write and updates the propagation metric, when the write
 // belongs to the last triple change (its object was owed one).
-func (c *Controller) wrote(target, key string) {
+func (c *Controller) wrote(target string, key Key) {
 	metrics.Writes.WithLabelValues(target).Inc()
 	c.mu.Lock()
 	at, owed := c.changeAt, c.owed[key]
@@ -444,23 +508,23 @@ func (c *Controller) wrote(target, key string) {
 }
 
 // beginPropagation starts the propagation of a triple change made at now:
-// it owes a sync to each target Deployment of keys (namespace/name) and
-// to rancher-config, replacing what an earlier change still owed.
-func (c *Controller) beginPropagation(now time.Time, keys []string) {
+// it owes a sync to each target Deployment of keys and to rancher-config,
+// replacing what an earlier change still owed.
+func (c *Controller) beginPropagation(now time.Time, keys []Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.changeAt = now
-	c.owed = map[string]bool{}
+	c.owed = map[Key]bool{}
 	for _, k := range keys {
 		c.owed[k] = true
 	}
-	c.owed[c.opts.RancherNamespace+"/"+fleetenv.RancherConfigName] = true
+	c.owed[c.rancherConfigKey()] = true
 	c.publishPropagation()
 }
 
 // synced marks an object as done for the last triple change; with the last
 // one the change has been propagated.
-func (c *Controller) synced(key string) {
+func (c *Controller) synced(key Key) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.owed[key] {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/rancher/wrangler/v2/pkg/generic/fake"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,14 +38,26 @@ var (
 	five     = election.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 25 * time.Second, RetryPeriod: 5 * time.Second}
 )
 
+// newTestController is a controller whose writes go to a fake clientset
+// and whose enqueues are recorded (the returned queue); its caches are
+// the returned mocks.
 func newTestController(t *testing.T, tr settings.Triples, ctrl *gomock.Controller) (*Controller, *kfake.Clientset,
 	*fake.MockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList], *fake.MockControllerInterface[*corev1.ConfigMap, *corev1.ConfigMapList]) {
+	c, cs, deps, cms, _ := newQueuedController(t, tr, ctrl)
+	return c, cs, deps, cms
+}
+
+func newQueuedController(t *testing.T, tr settings.Triples, ctrl *gomock.Controller) (*Controller, *kfake.Clientset,
+	*fake.MockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList], *fake.MockControllerInterface[*corev1.ConfigMap, *corev1.ConfigMapList], *fakes.Queue[Key]) {
 	cs := kfake.NewSimpleClientset()
 	deps := fake.NewMockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList](ctrl)
 	cms := fake.NewMockControllerInterface[*corev1.ConfigMap, *corev1.ConfigMapList](ctrl)
 	c := New(Options{Namespace: "cattle-fleet-system", RancherNamespace: "cattle-system", Channels: fakes.Channel(fleet.ChannelAgentManagement),
 		Deployments: deps, ConfigMaps: cms, Client: cs, Triples: tr, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	return c, cs, deps, cms
+	t.Cleanup(c.loop.ShutDown)
+	q := &fakes.Queue[Key]{}
+	c.queue = q
+	return c, cs, deps, cms, q
 }
 
 func gitjob(env []corev1.EnvVar) *appsv1.Deployment {
@@ -86,14 +100,15 @@ func TestOnePatch(t *testing.T) {
 // namespace (from the cache, no API call) and rancher-config.
 func TestEnqueueAll(t *testing.T) {
 	ctrl := gomock.NewController(t)
-	c, cs, deps, cms := newTestController(t, fakes.NewTriples(nil), ctrl)
+	c, cs, deps, _, q := newQueuedController(t, fakes.NewTriples(nil), ctrl)
 	cache := fake.NewMockCacheInterface[*appsv1.Deployment](ctrl)
 	deps.EXPECT().Cache().Return(cache)
-	cache.EXPECT().List("cattle-fleet-system", labels.Everything()).Return([]*appsv1.Deployment{gitjob(nil), kit.Deployment("", "helmops")}, nil)
-	deps.EXPECT().Enqueue("cattle-fleet-system", "gitjob")
-	deps.EXPECT().Enqueue("", "helmops")
-	cms.EXPECT().Enqueue("cattle-system", fleetenv.RancherConfigName)
+	cache.EXPECT().List("cattle-fleet-system", labels.Everything()).Return([]*appsv1.Deployment{gitjob(nil), kit.Deployment("cattle-fleet-system", "helmops")}, nil)
 	c.EnqueueAll()
+	want := []string{"add deployment cattle-fleet-system/gitjob", "add deployment cattle-fleet-system/helmops", "add configmap cattle-system/rancher-config"}
+	if got := q.Added(); !reflect.DeepEqual(got, want) {
+		t.Errorf("enqueued %q, want %q", got, want)
+	}
 	if n := len(cs.Actions()); n != 0 {
 		t.Errorf("%d API calls", n)
 	}
@@ -191,47 +206,39 @@ func TestRancherConfigOnePatch(t *testing.T) {
 	}
 }
 
-// registered is a controller made by Register with detect as its Detect,
-// the one Deployment handler it registered (it must register exactly one)
-// and its fake clientset holding gitjob at Fleet's defaults, the triple
-// being five.
-func registered(t *testing.T, detect func(context.Context, *appsv1.Deployment) error) (*Controller, *kfake.Clientset, func(string, *appsv1.Deployment) (*appsv1.Deployment, error)) {
+// queued is a controller whose caches hold gitjob at Fleet's defaults
+// (the Deployments) and nothing else, with detect as its Detect, and its
+// fake clientset holding gitjob, the triple being five.
+func queued(t *testing.T, detect func(context.Context, *appsv1.Deployment) error) (*Controller, *kfake.Clientset) {
 	ctrl := gomock.NewController(t)
-	cs := kfake.NewSimpleClientset()
-	deps := fake.NewMockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList](ctrl)
-	cms := fake.NewMockControllerInterface[*corev1.ConfigMap, *corev1.ConfigMapList](ctrl)
-	var handler func(string, *appsv1.Deployment) (*appsv1.Deployment, error)
-	deps.EXPECT().OnChange(gomock.Any(), "leasetune-fleet-env", gomock.Any()).Times(1).Do(
-		func(_ context.Context, _ string, h func(string, *appsv1.Deployment) (*appsv1.Deployment, error)) {
-			handler = h
-		})
-	cms.EXPECT().OnChange(gomock.Any(), "leasetune-rancher-config", gomock.Any()).Times(1)
-	c := Register(context.Background(), Options{Namespace: "cattle-fleet-system", RancherNamespace: "cattle-system",
-		Channels: fakes.Channel(fleet.ChannelAgentManagement), Deployments: deps, ConfigMaps: cms, Client: cs,
-		Triples: fakes.FleetTriples(five, election.FleetDefaults), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Detect: detect})
+	c, cs, deps, _ := newTestController(t, fakes.FleetTriples(five, election.FleetDefaults), ctrl)
+	c.opts.Detect = detect
+	cache := fake.NewMockCacheInterface[*appsv1.Deployment](ctrl)
+	deps.EXPECT().Cache().Return(cache).AnyTimes()
+	cache.EXPECT().Get("cattle-fleet-system", "gitjob").Return(gitjob(fleetEnv), nil).AnyTimes()
 	if err := cs.Tracker().Add(gitjob(fleetEnv)); err != nil {
 		t.Fatal(err)
 	}
 	cs.ClearActions()
-	return c, cs, handler
+	return c, cs
 }
 
-// TestOneHandlerDetectsFirst: Register puts one handler on the Deployment
-// controller (lasso races when a second one is removed at a context's end,
-// Options.Detect); it runs Detect on the Deployment before its own write,
-// and the write happens whatever Detect returns, its error reported.
-func TestOneHandlerDetectsFirst(t *testing.T) {
+var gitjobKey = Key{Namespace: "cattle-fleet-system", Name: "gitjob"}
+
+// TestDetectsFirst: a sync of a Deployment runs Detect on it before its
+// own write, and the write happens whatever Detect returns, its error
+// reported.
+func TestDetectsFirst(t *testing.T) {
 	var detected []int // the API calls made before each Detect
 	detectErr := errors.New("record write refused")
 	var cs *kfake.Clientset
-	_, cs, handler := registered(t, func(context.Context, *appsv1.Deployment) error {
+	c, cs := queued(t, func(context.Context, *appsv1.Deployment) error {
 		detected = append(detected, len(cs.Actions()))
 		return detectErr
 	})
-	_, err := handler("cattle-fleet-system/gitjob", gitjob(fleetEnv))
+	err := c.sync(context.Background(), gitjobKey)
 	if !errors.Is(err, detectErr) {
-		t.Errorf("handler error %v, want Detect's", err)
+		t.Errorf("sync error %v, want Detect's", err)
 	}
 	if len(detected) != 1 || detected[0] != 0 {
 		t.Errorf("Detect ran %d times, after %v API calls; want once, before any", len(detected), detected)
@@ -245,14 +252,41 @@ func TestOneHandlerDetectsFirst(t *testing.T) {
 // sync; a Detect error does not keep one owed once its write is done (the
 // propagation gauges, and the alert on them, would stay up).
 func TestDetectErrorOwesNothing(t *testing.T) {
-	c, _, handler := registered(t, func(context.Context, *appsv1.Deployment) error { return errors.New("record write refused") })
-	c.beginPropagation(time.Now(), []string{"cattle-fleet-system/gitjob"})
-	if _, err := handler("cattle-fleet-system/gitjob", gitjob(fleetEnv)); err == nil {
+	c, _ := queued(t, func(context.Context, *appsv1.Deployment) error { return errors.New("record write refused") })
+	c.beginPropagation(time.Now(), []Key{gitjobKey})
+	if err := c.sync(context.Background(), gitjobKey); err == nil {
 		t.Fatal("want Detect's error")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.owed["cattle-fleet-system/gitjob"] {
+	if c.owed[gitjobKey] {
 		t.Errorf("gitjob still owed after its write: %v", c.owed)
+	}
+}
+
+// TestGoneIsNothing: a work item whose object the cache no longer holds
+// (deleted) makes no API call and no error, and is no longer owed.
+func TestGoneIsNothing(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	c, cs, deps, cms := newTestController(t, fakes.FleetTriples(five, five), ctrl)
+	dc := fake.NewMockCacheInterface[*appsv1.Deployment](ctrl)
+	deps.EXPECT().Cache().Return(dc).AnyTimes()
+	dc.EXPECT().Get("cattle-fleet-system", "gitjob").Return(nil, apierrors.NewNotFound(appsv1.Resource("deployments"), "gitjob"))
+	cc := fake.NewMockCacheInterface[*corev1.ConfigMap](ctrl)
+	cms.EXPECT().Cache().Return(cc).AnyTimes()
+	cc.EXPECT().Get("cattle-system", fleetenv.RancherConfigName).Return(nil, apierrors.NewNotFound(corev1.Resource("configmaps"), fleetenv.RancherConfigName))
+	c.beginPropagation(time.Now(), []Key{gitjobKey})
+	for _, k := range []Key{gitjobKey, c.rancherConfigKey()} {
+		if err := c.sync(context.Background(), k); err != nil {
+			t.Errorf("sync %s: %v", k, err)
+		}
+	}
+	if n := len(cs.Actions()); n != 0 {
+		t.Errorf("%d API calls: %v", n, cs.Actions())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.owed) != 0 {
+		t.Errorf("still owed: %v", c.owed)
 	}
 }

@@ -3,6 +3,7 @@ package fleetsettings
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -14,7 +15,6 @@ import (
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/fleet"
-	"leasetune.io/leasetune/pkg/fleetenv"
 	"leasetune.io/leasetune/pkg/metrics"
 	"leasetune.io/leasetune/pkg/settings"
 	"leasetune.io/leasetune/tests/kit"
@@ -80,7 +80,7 @@ func TestNotApplicableGauge(t *testing.T) {
 // agent triple in effect, and 0 once it accepts it.
 func TestAgentsRefusedGauge(t *testing.T) {
 	ctrl := gomock.NewController(t)
-	ctl, _, deps, _ := newTestController(t, fakes.FleetTriples(election.FleetDefaults, five), ctrl)
+	ctl, _, deps, _, q := newQueuedController(t, fakes.FleetTriples(election.FleetDefaults, five), ctrl)
 	verdict := errors.New("cluster fleet-default/c1: its agent would run an invalid triple")
 	ctl.opts.CheckAgentTriple = func(context.Context, election.Timings, election.Timings, fleet.AgentChannel) error { return verdict }
 	cache := fake.NewMockCacheInterface[*appsv1.Deployment](ctrl)
@@ -88,7 +88,6 @@ func TestAgentsRefusedGauge(t *testing.T) {
 	// fleet-agentmanagement runs 30s/25s/10s; the agent triple in effect is 30s/25s/5s.
 	cache.EXPECT().Get("cattle-fleet-system", fleet.ControllerDeployment).Return(kit.Deployment("cattle-fleet-system", fleet.ControllerDeployment,
 		kit.WithContainer(fleet.AgentManagementContainer, append(append([]corev1.EnvVar{}, fleetEnv...), agentEnv...)...)), nil).AnyTimes()
-	deps.EXPECT().EnqueueAfter("cattle-fleet-system", fleet.ControllerDeployment, RejudgeAfter).AnyTimes()
 
 	setRefused(metrics.RefusedByAgents, false)
 	g := ctl.gather(context.Background())
@@ -101,6 +100,9 @@ func TestAgentsRefusedGauge(t *testing.T) {
 	ctl.reportJudgement(g)
 	if got := refusedGauge(metrics.RefusedByAgents); got != 1 {
 		t.Errorf("refused by the agents: %v, want 1", got)
+	}
+	if got, want := q.Added(), []string{"add deployment cattle-fleet-system/fleet-controller after 30s"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("enqueued %q, want %q (judged again)", got, want)
 	}
 	verdict = nil
 	g = ctl.gather(context.Background())
@@ -122,18 +124,20 @@ func TestPropagationGauges(t *testing.T) {
 	deadline := func() float64 { return testutil.ToFloat64(metrics.PropagationDeadline.WithLabelValues(controllerName)) }
 	ctl, _, _, _ := newTestController(t, fakes.NewTriples(nil), gomock.NewController(t))
 	at := time.Unix(1_800_000_000, 500_000_000)
-	ctl.beginPropagation(at, []string{"cattle-fleet-system/fleet-controller", "cattle-fleet-system/gitjob"})
+	fc, gj := Key{Namespace: "cattle-fleet-system", Name: "fleet-controller"}, Key{Namespace: "cattle-fleet-system", Name: "gitjob"}
+	ctl.beginPropagation(at, []Key{fc, gj})
 	if got, gotD := pending(), deadline(); got != 3 || gotD != 1_800_000_000.5 {
 		t.Errorf("after the change: pending %v, deadline %v, want 3 and 1800000000.5", got, gotD)
 	}
-	ctl.synced("cattle-fleet-system/gitjob")
-	ctl.synced("cattle-fleet-system/gitjob")  // once only
-	ctl.synced("cattle-fleet-system/helmops") // not owed
+	ctl.synced(gj)
+	ctl.synced(gj)                                                      // once only
+	ctl.synced(Key{Namespace: "cattle-fleet-system", Name: "helmops"})  // not owed
+	ctl.synced(Key{Namespace: "cattle-system", Name: "rancher-config"}) // a Deployment's key: not owed
 	if got, gotD := pending(), deadline(); got != 2 || gotD != 1_800_000_000.5 {
 		t.Errorf("after gitjob: pending %v, deadline %v, want 2 and 1800000000.5", got, gotD)
 	}
-	ctl.synced("cattle-fleet-system/fleet-controller")
-	ctl.synced("cattle-system/" + fleetenv.RancherConfigName)
+	ctl.synced(fc)
+	ctl.synced(ctl.rancherConfigKey())
 	if got, gotD := pending(), deadline(); got != 0 || gotD != 0 {
 		t.Errorf("after all: pending %v, deadline %v, want 0 and 0", got, gotD)
 	}
@@ -147,7 +151,7 @@ func TestAgentTripleJudgedWhateverTheChannel(t *testing.T) {
 	for _, ch := range []fleet.AgentChannel{"", fleet.ChannelFixedV012, fleet.ChannelAgentManagement} {
 		t.Run(string(ch)+"|", func(t *testing.T) {
 			ctrl := gomock.NewController(t)
-			ctl, cs, deps, _ := newTestController(t, fakes.FleetTriples(election.FleetDefaults, five), ctrl)
+			ctl, cs, deps, _, q := newQueuedController(t, fakes.FleetTriples(election.FleetDefaults, five), ctrl)
 			ctl.opts.Channels = fakes.Channel(ch)
 			judged := 0
 			ctl.opts.CheckAgentTriple = func(_ context.Context, _, _ election.Timings, as fleet.AgentChannel) error {
@@ -162,9 +166,11 @@ func TestAgentTripleJudgedWhateverTheChannel(t *testing.T) {
 			cache := fake.NewMockCacheInterface[*appsv1.Deployment](ctrl)
 			deps.EXPECT().Cache().Return(cache).AnyTimes()
 			cache.EXPECT().Get("cattle-fleet-system", fleet.ControllerDeployment).Return(d, nil).AnyTimes()
-			deps.EXPECT().EnqueueAfter("cattle-fleet-system", fleet.ControllerDeployment, RejudgeAfter)
 			if err := ctl.syncDeployment(context.Background(), d); err != nil {
 				t.Fatal(err)
+			}
+			if got, want := q.Added(), []string{"add deployment cattle-fleet-system/fleet-controller after 30s"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("enqueued %q, want %q (judged again)", got, want)
 			}
 			if judged != 1 {
 				t.Errorf("judged %d times, want once", judged)

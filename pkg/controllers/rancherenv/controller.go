@@ -24,6 +24,7 @@ import (
 	"leasetune.io/leasetune/pkg/rancherenv"
 	"leasetune.io/leasetune/pkg/restart"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/pkg/workloop"
 )
 
 // Event reasons on the Rancher Deployment.
@@ -41,7 +42,8 @@ type Options struct {
 	// Namespace and Name name the Rancher Deployment (cattle-system/rancher).
 	Namespace, Name string
 	// Deployments is a wrangler controller whose informer watches that
-	// Deployment (by name).
+	// Deployment (by name): its cache is read and its informer feeds the
+	// work queue (pkg/workloop).
 	Deployments appscontrollers.DeploymentController
 	// Client makes the writes, with own.FieldManager (so that
 	// rancherenv.Managers can tell leasetune's entries from another
@@ -62,8 +64,10 @@ type Options struct {
 // patch per change, nothing at rest, nothing where rancherenv.Decide says
 // no.
 type Controller struct {
-	opts Options
-	log  *slog.Logger
+	opts  Options
+	log   *slog.Logger
+	loop  *workloop.Loop[string]
+	queue workloop.Queue[string] // the loop; a recording one in unit tests
 
 	mu   sync.Mutex
 	said string // the last problem reported, so each is said once
@@ -83,9 +87,29 @@ const providerWait = time.Second
 // Deployment is looked at again.
 const pendingRecheck = 500 * time.Millisecond
 
-// Register registers the handler; start the factory of opts.Deployments
-// afterwards.
+// Register registers the handlers and runs the work queue until ctx ends;
+// start the factory of opts.Deployments afterwards (the worker waits for
+// its cache).
 func Register(ctx context.Context, opts Options) *Controller {
+	c := New(opts)
+	inf := opts.Deployments.Informer()
+	_, _ = inf.AddEventHandler(c.loop.Handler(func(obj interface{}) []string {
+		if d, ok := obj.(*appsv1.Deployment); ok && d.Namespace == c.opts.Namespace && d.Name == c.opts.Name {
+			return []string{c.key()}
+		}
+		return nil
+	}))
+	opts.Triples.OnChange(func() { c.queue.Add(c.key()) })
+	go func() {
+		if err := c.loop.Run(ctx, inf.HasSynced); err != nil && ctx.Err() == nil {
+			c.log.Error("stopped", "error", err)
+		}
+	}()
+	return c
+}
+
+// New returns the controller without registering handlers (for tests).
+func New(opts Options) *Controller {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
@@ -95,13 +119,30 @@ func Register(ctx context.Context, opts Options) *Controller {
 	if opts.Name == "" {
 		opts.Name = rancher.DefaultDeployment
 	}
-	c := &Controller{opts: opts, log: opts.Log.With("controller", "rancherenv")}
-	opts.Deployments.OnChange(ctx, "leasetune-rancher-env", func(_ string, d *appsv1.Deployment) (*appsv1.Deployment, error) {
-		return d, c.sync(ctx, d)
-	})
-	opts.Triples.OnChange(func() { opts.Deployments.Enqueue(opts.Namespace, opts.Name) })
+	c := &Controller{opts: opts, log: opts.Log.With("controller", controllerName)}
+	c.loop = workloop.New(workloop.Options{Name: controllerName, Log: opts.Log}, c.syncKey)
+	c.queue = c.loop
 	return c
 }
+
+// syncKey syncs the Rancher Deployment as the cache holds it; a deleted
+// one is nothing to do until it is back.
+func (c *Controller) syncKey(ctx context.Context, _ string) error {
+	d, err := c.opts.Deployments.Cache().Get(c.opts.Namespace, c.opts.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.sync(ctx, d)
+}
+
+// controllerName is the controller label of this controller's metrics.
+const controllerName = "rancherenv"
+
+// key is the one work item: the Rancher Deployment.
+func (c *Controller) key() string { return c.opts.Namespace + "/" + c.opts.Name }
 
 // TripleIgnored reports whether the rancher triple of in asks for
 // something that the decision dec leaves unwritten for good: dec leaves
@@ -124,7 +165,7 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 		// Until the provider has read the Settings once, a triple waiting
 		// in the settle time before a restart is not known: deciding now
 		// could write the last applied one just before it is replaced.
-		c.opts.Deployments.EnqueueAfter(d.Namespace, d.Name, providerWait)
+		c.queue.AddAfter(c.key(), providerWait)
 		return nil
 	}
 	dec := rancherenv.Decide(d, in)
@@ -143,7 +184,7 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 		if wait < pendingRecheck {
 			wait = pendingRecheck
 		}
-		c.opts.Deployments.EnqueueAfter(d.Namespace, d.Name, wait)
+		c.queue.AddAfter(c.key(), wait)
 	}
 	if errors.Is(err, errGone) {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/rancher/wrangler/v2/pkg/generic/fake"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kfake "k8s.io/client-go/kubernetes/fake"
@@ -20,6 +21,7 @@ import (
 
 	"leasetune.io/leasetune/pkg/election"
 	"leasetune.io/leasetune/pkg/settings"
+	"leasetune.io/leasetune/tests/kit/fakes"
 )
 
 // triples is the settings provider as the controller reads it: the
@@ -45,12 +47,14 @@ type harness struct {
 	c      *Controller
 	cs     *kfake.Clientset
 	deps   *fake.MockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList]
+	queue  *fakes.Queue[string]
 	events *record.FakeRecorder
 }
 
 // newHarness is the controller with a fake clientset holding objs, a
-// mocked Deployment controller (any EnqueueAfter not expected by the test
-// fails it) and a recorder of its Events.
+// mocked Deployment controller, a recording work queue (every test
+// checks what was enqueued: h.sync expects nothing) and a recorder of
+// its Events.
 func newHarness(t *testing.T, tr *triples, objs ...*appsv1.Deployment) *harness {
 	t.Helper()
 	cs := kfake.NewSimpleClientset()
@@ -61,17 +65,30 @@ func newHarness(t *testing.T, tr *triples, objs ...*appsv1.Deployment) *harness 
 	}
 	cs.ClearActions()
 	h := &harness{cs: cs, deps: fake.NewMockControllerInterface[*appsv1.Deployment, *appsv1.DeploymentList](gomock.NewController(t)),
-		events: record.NewFakeRecorder(10)}
-	h.c = &Controller{opts: Options{Namespace: "cattle-system", Name: "rancher", Deployments: h.deps, Client: cs, Triples: tr,
-		Recorder: h.events}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		queue: &fakes.Queue[string]{}, events: record.NewFakeRecorder(10)}
+	h.c = New(Options{Namespace: "cattle-system", Name: "rancher", Deployments: h.deps, Client: cs, Triples: tr,
+		Recorder: h.events, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(h.c.loop.ShutDown)
+	h.c.queue = h.queue
 	return h
 }
 
+// sync syncs d and fails the test when it enqueued anything.
 func (h *harness) sync(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	h.syncQueued(t, d)
+	if q := h.queue.Added(); len(q) != 0 {
+		t.Errorf("enqueued %q", q)
+	}
+}
+
+// syncQueued syncs d and returns what it enqueued.
+func (h *harness) syncQueued(t *testing.T, d *appsv1.Deployment) []fakes.Enqueued[string] {
 	t.Helper()
 	if err := h.c.sync(context.Background(), d); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
+	return h.queue.Entries()
 }
 
 // said are the Events recorded so far ("<type> <reason> <message>").
@@ -188,8 +205,9 @@ func TestGoneIsNoError(t *testing.T) {
 func TestWaitsForTheProvider(t *testing.T) {
 	d := deployment("v2.11.3")
 	h := newHarness(t, &triples{unsynced: true}, d)
-	h.deps.EXPECT().EnqueueAfter("cattle-system", "rancher", providerWait).Times(1)
-	h.sync(t, d)
+	if q := h.syncQueued(t, d); len(q) != 1 || q[0] != (fakes.Enqueued[string]{Key: "cattle-system/rancher", After: providerWait}) {
+		t.Errorf("enqueued %v, want the Deployment after %s", q, providerWait)
+	}
 	if a := h.cs.Actions(); len(a) != 0 {
 		t.Errorf("%d API calls: %v", len(a), a)
 	}
@@ -204,16 +222,38 @@ func TestPendingLooksAgainAfterTheSettleTime(t *testing.T) {
 	tr := inEffect(opted)
 	tr.status.Pending, tr.status.PendingAt = &next, time.Now().Add(time.Minute)
 	h := newHarness(t, tr, d)
-	h.deps.EXPECT().EnqueueAfter("cattle-system", "rancher", gomock.Any()).Do(func(_, _ string, wait time.Duration) {
-		if wait < 59*time.Second || wait > time.Minute+pendingRecheck {
-			t.Errorf("looked at again after %s, want just after the settle time (1m)", wait)
-		}
-	}).Times(1)
-	h.sync(t, d)
+	q := h.syncQueued(t, d)
+	if len(q) != 1 || q[0].Key != "cattle-system/rancher" || q[0].After < 59*time.Second || q[0].After > time.Minute+pendingRecheck {
+		t.Errorf("enqueued %v, want the Deployment just after the settle time (1m)", q)
+	}
 	if a := h.cs.Actions(); len(a) != 0 {
 		t.Errorf("%d API calls: %v", len(a), a)
 	}
 	if e := h.said(); len(e) != 1 || !strings.HasPrefix(e[0], corev1.EventTypeNormal+" "+ReasonDeferred+" ") {
 		t.Errorf("Events: %q", e)
+	}
+}
+
+// TestSyncsFromTheCache: the work item is the Deployment as the cache
+// holds it; one the cache no longer holds is no error and no API call.
+func TestSyncsFromTheCache(t *testing.T) {
+	d := deployment("v2.11.3")
+	h := newHarness(t, inEffect(opted), d)
+	cache := fake.NewMockCacheInterface[*appsv1.Deployment](gomock.NewController(t))
+	h.deps.EXPECT().Cache().Return(cache).AnyTimes()
+	cache.EXPECT().Get("cattle-system", "rancher").Return(d, nil)
+	if err := h.c.syncKey(context.Background(), "cattle-system/rancher"); err != nil {
+		t.Fatal(err)
+	}
+	if a := h.cs.Actions(); len(a) != 1 || a[0].GetVerb() != "patch" {
+		t.Errorf("API calls %v, want one patch", a)
+	}
+	h.cs.ClearActions()
+	cache.EXPECT().Get("cattle-system", "rancher").Return(nil, apierrors.NewNotFound(appsv1.Resource("deployments"), "rancher"))
+	if err := h.c.syncKey(context.Background(), "cattle-system/rancher"); err != nil {
+		t.Errorf("sync of a deleted Deployment: %v", err)
+	}
+	if a := h.cs.Actions(); len(a) != 0 {
+		t.Errorf("%d API calls for a deleted Deployment: %v", len(a), a)
 	}
 }

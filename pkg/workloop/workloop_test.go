@@ -1,0 +1,184 @@
+package workloop
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// run starts l and returns a stop that waits for Run to return.
+func run(t *testing.T, l *Loop[string], synced ...cache.InformerSynced) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, synced...) }()
+	return func() error { cancel(); return <-done }
+}
+
+// TestRetriesUntilSynced: a failing sync is retried with the rate
+// limiter's backoff until it succeeds; then the key is forgotten and
+// the loop goes idle.
+func TestRetriesUntilSynced(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	idle := make(chan struct{}, 10)
+	l := New(Options{Name: "test", Log: quiet, Idle: func() { idle <- struct{}{} },
+		RateLimiter: workqueue.NewItemExponentialFailureRateLimiter(time.Millisecond, 10*time.Millisecond)},
+		func(_ context.Context, k string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			if calls < 3 {
+				return errors.New("refused")
+			}
+			return nil
+		})
+	l.Add("a")
+	stop := run(t, l)
+	defer stop() //nolint:errcheck // checked below on the happy path
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case <-idle:
+		case <-deadline:
+			t.Fatalf("not idle after retries")
+		}
+		mu.Lock()
+		n := calls
+		mu.Unlock()
+		if n == 3 {
+			break
+		}
+	}
+	if got := l.queue.NumRequeues("a"); got != 0 {
+		t.Errorf("requeues after success = %d, want 0 (forgotten)", got)
+	}
+}
+
+// TestAddedDuringSyncIsSyncedAgain: a key added while it syncs is synced
+// once more after, never by two workers at once.
+func TestAddedDuringSyncIsSyncedAgain(t *testing.T) {
+	var l *Loop[string]
+	var mu sync.Mutex
+	calls, running, overlap := 0, 0, false
+	second := make(chan struct{})
+	l = New(Options{Name: "test", Log: quiet, Workers: 4}, func(_ context.Context, k string) error {
+		mu.Lock()
+		calls++
+		n := calls
+		running++
+		overlap = overlap || running > 1
+		mu.Unlock()
+		if n == 1 {
+			l.Add("a")
+			time.Sleep(20 * time.Millisecond)
+		}
+		mu.Lock()
+		running--
+		mu.Unlock()
+		if n == 2 {
+			close(second)
+		}
+		return nil
+	})
+	l.Add("a")
+	stop := run(t, l)
+	select {
+	case <-second:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the key added during its sync was not synced again")
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if overlap {
+		t.Error("two workers synced one key at once")
+	}
+}
+
+// TestRunNeedsTheCaches: Run syncs nothing before the caches have
+// synced, and says so when they never do.
+func TestRunNeedsTheCaches(t *testing.T) {
+	l := New(Options{Name: "test", Log: quiet}, func(context.Context, string) error {
+		t.Error("synced before the caches")
+		return nil
+	})
+	l.Add("a")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := l.Run(ctx, func() bool { return false }); err == nil {
+		t.Error("Run = nil with caches that never sync")
+	}
+}
+
+// TestHandlerKeys: the handler enqueues the keys of the old and the new
+// object of an update, and of a tombstone's last known state; none for
+// an object keysOf leaves out.
+func TestHandlerKeys(t *testing.T) {
+	l := New(Options{Name: "test", Log: quiet}, func(context.Context, string) error { return nil })
+	defer l.ShutDown()
+	keysOf := func(obj interface{}) []string {
+		if s, ok := obj.(string); ok && s != "ignored" {
+			return []string{s}
+		}
+		return nil
+	}
+	h := l.Handler(keysOf)
+	h.OnAdd("a", false)
+	h.OnUpdate("b", "c")
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "x", Obj: "d"})
+	h.OnAdd("ignored", false)
+	h.OnAdd(42, false)
+	var got []string
+	for l.Len() > 0 {
+		item, _ := l.queue.Get()
+		got = append(got, item.(string))
+		l.queue.Done(item)
+	}
+	want := []string{"a", "b", "c", "d"}
+	if len(got) != len(want) {
+		t.Fatalf("keys = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("keys = %v, want %v", got, want)
+		}
+	}
+}
+
+// TestStopWaitsForWorkers: Run returns only after a running sync has
+// returned.
+func TestStopWaitsForWorkers(t *testing.T) {
+	started := make(chan struct{})
+	var finished bool
+	var mu sync.Mutex
+	l := New(Options{Name: "test", Log: quiet}, func(ctx context.Context, _ string) error {
+		close(started)
+		<-ctx.Done()
+		time.Sleep(10 * time.Millisecond)
+		mu.Lock()
+		finished = true
+		mu.Unlock()
+		return ctx.Err()
+	})
+	l.Add("a")
+	stop := run(t, l)
+	<-started
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !finished {
+		t.Error("Run returned before its worker")
+	}
+}
