@@ -32,7 +32,7 @@ type syncHarness struct {
 	cs       *k8sfake.Clientset
 	settings []string // the Settings client's calls
 	created  map[string]*v3.Setting
-	notified int // listener calls (a triple took effect)
+	notified int             // listener calls (a triple took effect)
 	queue    *recordingQueue // what a sync enqueued (asked to run again)
 }
 
