@@ -144,7 +144,12 @@ const syncKey = "settings"
 // factory afterwards). It returns an error when the state ConfigMap cannot
 // be read or an object cannot be created; an unreadable stored triple is
 // only logged.
-func (p *Provider) Register(ctx context.Context) error {
+func (p *Provider) Register(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			p.loop.ShutDown() // it will not run
+		}
+	}()
 	if err := p.loadState(ctx); err != nil {
 		return err
 	}
@@ -154,20 +159,24 @@ func (p *Provider) Register(ctx context.Context) error {
 		}
 	}
 	inf := p.opts.Settings.Informer()
-	_, _ = inf.AddEventHandler(p.loop.Handler(func(obj interface{}) []string {
-		if s, ok := obj.(*v3.Setting); ok {
-			if _, ours := Lookup(s.Name); ours {
-				return []string{syncKey}
-			}
-		}
-		return nil
-	}))
+	_, _ = inf.AddEventHandler(p.loop.Handler(settingKeys))
 	p.queue.Add(syncKey) // once at the start, whatever the cache holds
 	go func() {
 		if err := p.loop.Run(ctx, inf.HasSynced); err != nil && ctx.Err() == nil {
 			p.log.Error("stopped", "error", err)
 		}
 	}()
+	return nil
+}
+
+// settingKeys is the provider's one work item for a change of one of the
+// nine Settings; none for another Setting.
+func settingKeys(obj interface{}) []string {
+	if s, ok := obj.(*v3.Setting); ok {
+		if _, ours := Lookup(s.Name); ours {
+			return []string{syncKey}
+		}
+	}
 	return nil
 }
 

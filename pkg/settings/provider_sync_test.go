@@ -182,3 +182,19 @@ func TestProviderPendingLooksAgain(t *testing.T) {
 		t.Errorf("fleet-controller in effect: %s, want retryPeriod 5s", tm)
 	}
 }
+
+// TestSettingKeys: a change of one of the nine Settings is the one work
+// item; another Setting is none.
+func TestSettingKeys(t *testing.T) {
+	s := func(name string) *v3.Setting {
+		o := &v3.Setting{}
+		o.Name = name
+		return o
+	}
+	if got := settingKeys(s("fleet-leader-election-retry-period")); !reflect.DeepEqual(got, []string{syncKey}) {
+		t.Errorf("keys of one of the nine: %v, want [%s]", got, syncKey)
+	}
+	if got := settingKeys(s("server-url")); got != nil {
+		t.Errorf("keys of Rancher's server-url: %v, want none", got)
+	}
+}

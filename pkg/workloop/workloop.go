@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -30,8 +31,8 @@ type Options struct {
 	// Name names the queue and is the controller label of
 	// metrics.QueueDepth and of the logs.
 	Name string
-	// RateLimiter paces the retries of failed syncs;
-	// workqueue.DefaultControllerRateLimiter() when nil.
+	// RateLimiter paces the retries of failed syncs; DefaultRateLimiter()
+	// when nil.
 	RateLimiter workqueue.RateLimiter
 	// Workers is the number of concurrent syncs (default 1).
 	Workers int
@@ -59,11 +60,29 @@ type Loop[K comparable] struct {
 
 var _ Queue[string] = (*Loop[string])(nil)
 
+// MaxRetryDelay is the longest a failed key waits for its next try with
+// DefaultRateLimiter. Nothing else may wake a controller at rest (a
+// Deployment that does not change sees no event for hours), so a cause
+// fixed (a webhook that refused the write, RBAC) is acted on within this.
+const MaxRetryDelay = 30 * time.Second
+
+// DefaultRateLimiter is client-go's DefaultControllerRateLimiter with its
+// per-key backoff capped at MaxRetryDelay instead of 1000 s: 5 ms
+// doubling per failure, and all retries together at 10 a second (bursts
+// of 100). lasso, which ran some of these controllers before, also
+// doubles from 5 ms to 30 s.
+func DefaultRateLimiter() workqueue.RateLimiter {
+	return workqueue.NewMaxOfRateLimiter(
+		workqueue.NewItemExponentialFailureRateLimiter(5*time.Millisecond, MaxRetryDelay),
+		&workqueue.BucketRateLimiter{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
+
 // New returns a loop that syncs each key with sync; call Run to start it.
 // Keys added before Run wait for it.
 func New[K comparable](opts Options, sync func(context.Context, K) error) *Loop[K] {
 	if opts.RateLimiter == nil {
-		opts.RateLimiter = workqueue.DefaultControllerRateLimiter()
+		opts.RateLimiter = DefaultRateLimiter()
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 1

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"leasetune.io/leasetune/pkg/metrics"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -180,5 +183,81 @@ func TestStopWaitsForWorkers(t *testing.T) {
 	defer mu.Unlock()
 	if !finished {
 		t.Error("Run returned before its worker")
+	}
+}
+
+// TestDefaultBackoffIsCapped: a key that keeps failing waits at most
+// MaxRetryDelay for its next try (client-go's default grows to 1000 s).
+func TestDefaultBackoffIsCapped(t *testing.T) {
+	rl := DefaultRateLimiter()
+	var d time.Duration
+	for i := 0; i < 40; i++ {
+		d = rl.When("a")
+	}
+	if d != MaxRetryDelay {
+		t.Errorf("after 40 failures the next try waits %s, want %s", d, MaxRetryDelay)
+	}
+	if first := DefaultRateLimiter().When("b"); first > 10*time.Millisecond {
+		t.Errorf("a first failure waits %s, want 5ms", first)
+	}
+}
+
+// TestStoppingDropsTheFailure: a sync that fails because the loop is
+// stopping is not retried (the next leader syncs it).
+func TestStoppingDropsTheFailure(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := New(Options{Name: "test", Log: quiet}, func(context.Context, string) error {
+		cancel()
+		return errors.New("stopping")
+	})
+	defer l.ShutDown()
+	l.Add("a")
+	if !l.next(ctx) {
+		t.Fatal("queue shut down")
+	}
+	if n := l.queue.NumRequeues("a"); n != 0 || l.Len() != 0 {
+		t.Errorf("requeues %d, waiting %d after a failure while stopping; want none", n, l.Len())
+	}
+}
+
+// TestIdleOnlyWhenEmpty: Idle is called after a sync that leaves nothing
+// waiting; not after one during which its key was added again (it waits
+// for the second sync).
+func TestIdleOnlyWhenEmpty(t *testing.T) {
+	var l *Loop[string]
+	calls, idles := 0, 0
+	l = New(Options{Name: "test", Log: quiet, Idle: func() { idles++ }}, func(context.Context, string) error {
+		calls++
+		if calls == 1 {
+			l.Add("a")
+		}
+		return nil
+	})
+	defer l.ShutDown()
+	l.Add("a")
+	l.next(context.Background())
+	if idles != 0 || l.Len() != 1 {
+		t.Fatalf("after a sync whose key was added again: %d Idle calls, %d waiting; want 0 and 1", idles, l.Len())
+	}
+	l.next(context.Background())
+	if idles != 1 || l.Len() != 0 {
+		t.Errorf("after the second sync: %d Idle calls, %d waiting; want 1 and 0", idles, l.Len())
+	}
+}
+
+// TestDepthIsPublished: leasetune_workqueue_depth{controller} follows
+// what is added and what is synced.
+func TestDepthIsPublished(t *testing.T) {
+	l := New(Options{Name: "depth-test", Log: quiet}, func(context.Context, string) error { return nil })
+	defer l.ShutDown()
+	depth := func() float64 { return testutil.ToFloat64(metrics.QueueDepth.WithLabelValues("depth-test")) }
+	l.Add("a")
+	l.Add("b")
+	if got := depth(); got != 2 {
+		t.Errorf("depth after two adds: %v, want 2", got)
+	}
+	l.next(context.Background())
+	if got := depth(); got != 1 {
+		t.Errorf("depth after one sync: %v, want 1", got)
 	}
 }

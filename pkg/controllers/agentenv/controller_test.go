@@ -323,3 +323,45 @@ func TestUpdateHandlerSkipsResourceVersionOnlyChanges(t *testing.T) {
 		t.Error("an override annotation change is not seen")
 	}
 }
+
+// TestLoopSumsUpTheChange: the work queue's syncs settle the clusters of
+// a triple change (syncAndSettle) and its emptying ends the change
+// (Idle): after the one cluster it owes is written, the change is summed
+// up once (ReasonPropagated on each agent Setting) and no change is
+// propagating any more.
+func TestLoopSumsUpTheChange(t *testing.T) {
+	f := newFixture(t, global, writes, fleetCluster("c1", []map[string]interface{}{user}, nil))
+	f.c.prop.beginFirstPass(global, true, f.clock.Now(), []string{"fleet-default/c1"})
+	f.c.prop.mu.Lock()
+	f.c.prop.changeAt = f.clock.Now() // as a change of the triple sets it
+	f.c.prop.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.c.loop.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	f.c.loop.Add("fleet-default/c1")
+	deadline := time.Now().Add(10 * time.Second)
+	for !f.c.prop.since().IsZero() || f.c.prop.syncSeq() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the change still propagating after the loop synced its one cluster (since %v, seq %d)", f.c.prop.since(), f.c.prop.syncSeq())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var propagated int
+	for len(f.events.Events) > 0 {
+		if strings.Contains(<-f.events.Events, ReasonPropagated) {
+			propagated++
+		}
+	}
+	if propagated != 3 {
+		t.Errorf("%d %s Events, want one on each of the 3 agent Settings", propagated, ReasonPropagated)
+	}
+	if n := len(f.client.Actions()); n != 1 {
+		t.Errorf("%d API calls, want the one patch", n)
+	}
+}

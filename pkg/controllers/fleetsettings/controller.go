@@ -111,6 +111,28 @@ type Controller struct {
 	// refusedSaid is the last refusal of an agent triple change reported,
 	// so that each is said once.
 	refusedSaid string
+	// configMapsSynced tells whether the rancher-config cache has synced
+	// (nil: it has). The loop waits for the Deployments' cache only, so
+	// that the Fleet Deployments are written even while rancher-config's
+	// cannot be read.
+	configMapsSynced func() bool
+}
+
+// deploymentKeys is the work item of a Deployment in the Fleet namespace.
+func (c *Controller) deploymentKeys(obj interface{}) []Key {
+	if d, ok := obj.(*appsv1.Deployment); ok && d.Namespace == c.opts.Namespace {
+		return []Key{{Namespace: d.Namespace, Name: d.Name}}
+	}
+	return nil
+}
+
+// configMapKeys is the work item of rancher-config; none for another
+// ConfigMap.
+func (c *Controller) configMapKeys(obj interface{}) []Key {
+	if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Namespace == c.opts.RancherNamespace && cm.Name == fleetenv.RancherConfigName {
+		return []Key{c.rancherConfigKey()}
+	}
+	return nil
 }
 
 // Register registers the handlers and runs the work queue until ctx ends;
@@ -123,18 +145,9 @@ func Register(ctx context.Context, opts Options) *Controller {
 	c.mu.Unlock()
 	setRefused(metrics.RefusedByAgents, false)
 	deps, cms := opts.Deployments.Informer(), opts.ConfigMaps.Informer()
-	_, _ = deps.AddEventHandler(c.loop.Handler(func(obj interface{}) []Key {
-		if d, ok := obj.(*appsv1.Deployment); ok && d.Namespace == c.opts.Namespace {
-			return []Key{{Namespace: d.Namespace, Name: d.Name}}
-		}
-		return nil
-	}))
-	_, _ = cms.AddEventHandler(c.loop.Handler(func(obj interface{}) []Key {
-		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Namespace == c.opts.RancherNamespace && cm.Name == fleetenv.RancherConfigName {
-			return []Key{c.rancherConfigKey()}
-		}
-		return nil
-	}))
+	_, _ = deps.AddEventHandler(c.loop.Handler(c.deploymentKeys))
+	_, _ = cms.AddEventHandler(c.loop.Handler(c.configMapKeys))
+	c.configMapsSynced = cms.HasSynced
 	opts.Triples.OnChange(func() {
 		c.beginPropagation(time.Now(), c.targets())
 		c.reportAgentTimings()
@@ -143,7 +156,7 @@ func Register(ctx context.Context, opts Options) *Controller {
 	opts.Channels.OnChannelChange(c.reportAgentTimings)
 	c.reportAgentTimings()
 	go func() {
-		if err := c.loop.Run(ctx, deps.HasSynced, cms.HasSynced); err != nil && ctx.Err() == nil {
+		if err := c.loop.Run(ctx, deps.HasSynced); err != nil && ctx.Err() == nil {
 			c.log.Error("stopped", "error", err)
 		}
 	}()
@@ -191,6 +204,9 @@ func (c *Controller) targets() []Key {
 func (c *Controller) sync(ctx context.Context, k Key) error {
 	var err, detectErr error
 	if k.ConfigMap {
+		if c.configMapsSynced != nil && !c.configMapsSynced() {
+			return fmt.Errorf("the cache of %s has not synced yet", k)
+		}
 		cm, gerr := c.opts.ConfigMaps.Cache().Get(k.Namespace, k.Name)
 		if gerr != nil && !apierrors.IsNotFound(gerr) {
 			return gerr

@@ -290,3 +290,53 @@ func TestGoneIsNothing(t *testing.T) {
 		t.Errorf("still owed: %v", c.owed)
 	}
 }
+
+// TestKeys: the handlers enqueue the Deployments of the Fleet namespace
+// and rancher-config, each as its kind, and nothing else.
+func TestKeys(t *testing.T) {
+	c, _, _, _ := newTestController(t, fakes.NewTriples(nil), gomock.NewController(t))
+	cm := func(ns, name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+	for _, tc := range []struct {
+		obj  interface{}
+		keys func(interface{}) []Key
+		want []Key
+	}{
+		{gitjob(nil), c.deploymentKeys, []Key{gitjobKey}},
+		{kit.Deployment("cattle-system", "rancher"), c.deploymentKeys, nil},
+		{cm("cattle-system", fleetenv.RancherConfigName), c.deploymentKeys, nil},
+		{cm("cattle-system", fleetenv.RancherConfigName), c.configMapKeys, []Key{{ConfigMap: true, Namespace: "cattle-system", Name: fleetenv.RancherConfigName}}},
+		{cm("cattle-system", "other"), c.configMapKeys, nil},
+		{cm("cattle-fleet-system", fleetenv.RancherConfigName), c.configMapKeys, nil},
+		{gitjob(nil), c.configMapKeys, nil},
+	} {
+		if got := tc.keys(tc.obj); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("keys of %T %v = %v, want %v", tc.obj, tc.obj.(metav1.Object).GetName(), got, tc.want)
+		}
+	}
+}
+
+// TestRancherConfigWaitsForItsCache: before rancher-config's cache has
+// synced its work item is an error (retried), makes no call and stays
+// owed; the Deployments do not wait for it.
+func TestRancherConfigWaitsForItsCache(t *testing.T) {
+	c, cs := queued(t, nil)
+	synced := false
+	c.configMapsSynced = func() bool { return synced }
+	c.beginPropagation(time.Now(), []Key{gitjobKey})
+	if err := c.sync(context.Background(), c.rancherConfigKey()); err == nil {
+		t.Error("rancher-config synced before its cache")
+	}
+	if err := c.sync(context.Background(), gitjobKey); err != nil {
+		t.Fatal(err)
+	}
+	if acts := cs.Actions(); len(acts) != 1 || acts[0].GetVerb() != "patch" {
+		t.Errorf("API calls %v, want gitjob's one patch", acts)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.owed[c.rancherConfigKey()] || c.owed[gitjobKey] {
+		t.Errorf("owed %v, want rancher-config only", c.owed)
+	}
+}
