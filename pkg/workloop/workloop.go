@@ -188,3 +188,44 @@ func (l *Loop[K]) publish() int {
 	metrics.QueueDepth.WithLabelValues(l.opts.Name).Set(float64(depth))
 	return depth
 }
+
+// Written remembers, per key, the resourceVersion of the object a
+// controller's write was computed from, until its cache shows another
+// one. A sync that reads that version again reads a cache that has not
+// caught up with the write yet: deciding from it would make the same
+// write again (refused by a JSON patch's test, or repeated). It waits
+// instead: the informer's update event for the write enqueues the key
+// again. (client-go's controllers keep "expectations" for the same
+// reason.) The zero value is ready to use.
+type Written[K comparable] struct {
+	mu   sync.Mutex
+	from map[K]string
+}
+
+// Wrote records a write of key k computed from resourceVersion rv
+// (empty: unknown, nothing recorded).
+func (w *Written[K]) Wrote(k K, rv string) {
+	if rv == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.from == nil {
+		w.from = map[K]string{}
+	}
+	w.from[k] = rv
+}
+
+// Stale reports whether rv, the resourceVersion the cache holds for k, is
+// the one the last write of k was computed from; another version (or
+// none) forgets that write.
+func (w *Written[K]) Stale(k K, rv string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	from, ok := w.from[k]
+	if ok && rv != "" && from == rv {
+		return true
+	}
+	delete(w.from, k)
+	return false
+}

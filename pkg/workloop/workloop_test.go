@@ -261,3 +261,30 @@ func TestDepthIsPublished(t *testing.T) {
 		t.Errorf("depth after one sync: %v, want 1", got)
 	}
 }
+
+// TestWritten: after a write computed from version 7, the cache's
+// version 7 is stale and 8 is not; once 8 was seen, 7 is no longer
+// remembered; an unknown version records nothing.
+func TestWritten(t *testing.T) {
+	var w Written[string]
+	if w.Stale("a", "7") {
+		t.Error("stale before any write")
+	}
+	w.Wrote("a", "7")
+	if !w.Stale("a", "7") || !w.Stale("a", "7") {
+		t.Error("the version written from is not stale")
+	}
+	if w.Stale("b", "7") {
+		t.Error("another key is stale")
+	}
+	if w.Stale("a", "8") {
+		t.Error("the next version is stale")
+	}
+	if w.Stale("a", "7") {
+		t.Error("still remembered after the cache moved on")
+	}
+	w.Wrote("a", "")
+	if w.Stale("a", "") {
+		t.Error("an unknown version is stale")
+	}
+}

@@ -98,6 +98,9 @@ type Controller struct {
 	log   *slog.Logger
 	loop  *workloop.Loop[Key]
 	queue workloop.Queue[Key] // the loop; a recording one in unit tests
+	// lastWrite: a sync waits for the cache to show its last write
+	// (workloop.Written).
+	lastWrite workloop.Written[Key]
 
 	mu       sync.Mutex
 	changeAt time.Time // when the triples last changed, for the propagation metric
@@ -200,7 +203,9 @@ func (c *Controller) targets() []Key {
 // sync syncs one work item from the cache: a Deployment (Detect first,
 // then syncDeployment) or rancher-config (syncRancherConfig). A deleted
 // object is nothing to do. Once its write is done (whatever Detect said)
-// the item is no longer owed to the propagation.
+// the item is no longer owed to the propagation. An object the cache
+// still holds as it was before this controller's last write of it waits
+// for the informer to bring that write (workloop.Written).
 func (c *Controller) sync(ctx context.Context, k Key) error {
 	var err, detectErr error
 	if k.ConfigMap {
@@ -211,11 +216,17 @@ func (c *Controller) sync(ctx context.Context, k Key) error {
 		if gerr != nil && !apierrors.IsNotFound(gerr) {
 			return gerr
 		}
+		if cm != nil && c.lastWrite.Stale(k, cm.ResourceVersion) {
+			return nil
+		}
 		err = c.syncRancherConfig(ctx, cm)
 	} else {
 		d, gerr := c.opts.Deployments.Cache().Get(k.Namespace, k.Name)
 		if gerr != nil && !apierrors.IsNotFound(gerr) {
 			return gerr
+		}
+		if d != nil && c.lastWrite.Stale(k, d.ResourceVersion) {
+			return nil
 		}
 		if c.opts.Detect != nil && d != nil {
 			detectErr = c.opts.Detect(ctx, d)
@@ -418,6 +429,7 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) (
 		return fmt.Errorf("patch deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	written = true
+	c.lastWrite.Wrote(Key{Namespace: d.Namespace, Name: d.Name}, d.ResourceVersion)
 	return nil
 }
 
@@ -492,6 +504,7 @@ func (c *Controller) syncRancherConfig(ctx context.Context, cm *corev1.ConfigMap
 		return fmt.Errorf("patch %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
 	written = true
+	c.lastWrite.Wrote(c.rancherConfigKey(), cm.ResourceVersion)
 	return nil
 }
 

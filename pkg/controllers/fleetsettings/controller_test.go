@@ -340,3 +340,66 @@ func TestRancherConfigWaitsForItsCache(t *testing.T) {
 		t.Errorf("owed %v, want rancher-config only", c.owed)
 	}
 }
+
+// TestWaitsForItsWrite: a sync right after a write, from a cache that
+// still holds the Deployment as it was before the write (a second triple
+// change enqueued it meanwhile), makes no call: the same patch would be
+// refused by its test ops (or repeated). The informer's next version is
+// synced as usual.
+func TestWaitsForItsWrite(t *testing.T) {
+	ctrl := gomock.NewController(t)
+	c, cs, deps, _ := newTestController(t, fakes.FleetTriples(five, election.FleetDefaults), ctrl)
+	before := gitjob(fleetEnv)
+	before.ResourceVersion = "5"
+	if err := cs.Tracker().Add(before.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	cached := before
+	cache := fake.NewMockCacheInterface[*appsv1.Deployment](ctrl)
+	deps.EXPECT().Cache().Return(cache).AnyTimes()
+	cache.EXPECT().Get("cattle-fleet-system", "gitjob").DoAndReturn(func(string, string) (*appsv1.Deployment, error) {
+		return cached, nil
+	}).AnyTimes()
+	cs.ClearActions()
+	if err := c.sync(context.Background(), gitjobKey); err != nil {
+		t.Fatal(err)
+	}
+	if acts := cs.Actions(); len(acts) != 1 || acts[0].GetVerb() != "patch" {
+		t.Fatalf("first sync: %v, want one patch", acts)
+	}
+	cs.ClearActions()
+	if err := c.sync(context.Background(), gitjobKey); err != nil {
+		t.Fatal(err)
+	}
+	if acts := cs.Actions(); len(acts) != 0 {
+		t.Errorf("sync from the cache before the write: %v, want no call", acts)
+	}
+	// The informer brings the write: converged, nothing to do.
+	after, err := cs.AppsV1().Deployments("cattle-fleet-system").Get(context.Background(), "gitjob", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after.ResourceVersion = "6"
+	cached = after
+	cs.ClearActions()
+	if err := c.sync(context.Background(), gitjobKey); err != nil {
+		t.Fatal(err)
+	}
+	if acts := cs.Actions(); len(acts) != 0 {
+		t.Errorf("sync of the written version: %v, want no call", acts)
+	}
+	// Another writer puts the old value back (version 7): written again.
+	back := before.DeepCopy()
+	back.ResourceVersion = "7"
+	if err := cs.Tracker().Update(appsv1.SchemeGroupVersion.WithResource("deployments"), back.DeepCopy(), "cattle-fleet-system"); err != nil {
+		t.Fatal(err)
+	}
+	cached = back
+	cs.ClearActions()
+	if err := c.sync(context.Background(), gitjobKey); err != nil {
+		t.Fatal(err)
+	}
+	if acts := cs.Actions(); len(acts) != 1 || acts[0].GetVerb() != "patch" {
+		t.Errorf("sync after another writer's revert: %v, want one patch", acts)
+	}
+}

@@ -68,6 +68,9 @@ type Controller struct {
 	log   *slog.Logger
 	loop  *workloop.Loop[string]
 	queue workloop.Queue[string] // the loop; a recording one in unit tests
+	// lastWrite: a sync waits for the cache to show its last write
+	// (workloop.Written).
+	lastWrite workloop.Written[string]
 
 	mu   sync.Mutex
 	said string // the last problem reported, so each is said once
@@ -160,6 +163,9 @@ func (c *Controller) sync(ctx context.Context, d *appsv1.Deployment) error {
 	if d == nil || d.Namespace != c.opts.Namespace || d.Name != c.opts.Name {
 		return nil
 	}
+	if c.lastWrite.Stale(c.key(), d.ResourceVersion) {
+		return nil // the informer brings the write, and enqueues it
+	}
 	in, known := c.gather()
 	if !known {
 		// Until the provider has read the Settings once, a triple waiting
@@ -231,6 +237,7 @@ func (c *Controller) write(ctx context.Context, d *appsv1.Deployment, dec ranche
 		// comes back here too: the work queue retries from the fresh copy.
 		return fmt.Errorf("patch deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
+	c.lastWrite.Wrote(c.key(), d.ResourceVersion)
 	return nil
 }
 

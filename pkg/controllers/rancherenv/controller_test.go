@@ -257,3 +257,34 @@ func TestSyncsFromTheCache(t *testing.T) {
 		t.Errorf("%d API calls for a deleted Deployment: %v", len(a), a)
 	}
 }
+
+// TestWaitsForItsWrite: a sync right after a write, from a cache that
+// still holds the Deployment as it was before it (a triple change
+// enqueued it meanwhile), makes no call; the next version is synced.
+func TestWaitsForItsWrite(t *testing.T) {
+	d := deployment("v2.11.3")
+	d.ResourceVersion = "5"
+	h := newHarness(t, inEffect(opted), d)
+	if a := h.syncCalls(t, d); len(a) != 1 || a[0].GetVerb() != "patch" {
+		t.Fatalf("first sync: %v, want one patch", a)
+	}
+	if a := h.syncCalls(t, d); len(a) != 0 {
+		t.Errorf("sync from the cache before the write: %v, want no call", a)
+	}
+	after, err := h.cs.AppsV1().Deployments("cattle-system").Get(context.Background(), "rancher", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after.ResourceVersion = "6"
+	if a := h.syncCalls(t, after); len(a) != 0 {
+		t.Errorf("sync of the written version: %v, want no call", a)
+	}
+}
+
+// syncCalls syncs d and returns the API calls it made.
+func (h *harness) syncCalls(t *testing.T, d *appsv1.Deployment) []k8stesting.Action {
+	t.Helper()
+	h.cs.ClearActions()
+	h.sync(t, d)
+	return h.cs.Actions()
+}
