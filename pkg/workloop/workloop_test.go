@@ -271,8 +271,10 @@ func TestWritten(t *testing.T) {
 		t.Error("stale before any write")
 	}
 	w.Wrote("a", "7")
-	if !w.Stale("a", "7") || !w.Stale("a", "7") {
-		t.Error("the version written from is not stale")
+	for i := 0; i < 2; i++ { // stale until the cache moves on
+		if !w.Stale("a", "7") {
+			t.Errorf("check %d: the version written from is not stale", i)
+		}
 	}
 	if w.Stale("b", "7") {
 		t.Error("another key is stale")
