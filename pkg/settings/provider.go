@@ -161,11 +161,7 @@ func (p *Provider) Register(ctx context.Context) (err error) {
 	inf := p.opts.Settings.Informer()
 	_, _ = inf.AddEventHandler(p.loop.Handler(settingKeys))
 	p.queue.Add(syncKey) // once at the start, whatever the cache holds
-	go func() {
-		if err := p.loop.Run(ctx, inf.HasSynced); err != nil && ctx.Err() == nil {
-			p.log.Error("stopped", "error", err)
-		}
-	}()
+	p.loop.Start(ctx, inf.HasSynced)
 	return nil
 }
 

@@ -69,8 +69,10 @@ const MaxRetryDelay = 30 * time.Second
 // DefaultRateLimiter is client-go's DefaultControllerRateLimiter with its
 // per-key backoff capped at MaxRetryDelay instead of 1000 s: 5 ms
 // doubling per failure, and all retries together at 10 a second (bursts
-// of 100). lasso, which ran some of these controllers before, also
-// doubles from 5 ms to 30 s.
+// of 100). lasso, which ran three of these controllers before, doubles
+// from 5 ms to 30 s too, then waits 2 minutes from the 30th failure on
+// (github.com/rancher/lasso v0.0.0-20230629200414-8a54b32e6792
+// pkg/controller/controller.go applyDefaultOptions).
 func DefaultRateLimiter() workqueue.RateLimiter {
 	return workqueue.NewMaxOfRateLimiter(
 		workqueue.NewItemExponentialFailureRateLimiter(5*time.Millisecond, MaxRetryDelay),
@@ -150,6 +152,17 @@ func (l *Loop[K]) Run(ctx context.Context, synced ...cache.InformerSynced) error
 	l.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// Start runs the loop (Run) in a goroutine until ctx ends, logging why it
+// stopped when that was not ctx's end: for a controller's Register, which
+// returns before its informers' factory starts.
+func (l *Loop[K]) Start(ctx context.Context, synced ...cache.InformerSynced) {
+	go func() {
+		if err := l.Run(ctx, synced...); err != nil && ctx.Err() == nil {
+			l.log.Error("stopped", "error", err)
+		}
+	}()
 }
 
 // worker syncs keys until the queue shuts down.

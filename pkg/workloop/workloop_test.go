@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -288,5 +289,29 @@ func TestWritten(t *testing.T) {
 	w.Wrote("a", "")
 	if w.Stale("a", "") {
 		t.Error("an unknown version is stale")
+	}
+}
+
+// TestStartSyncsUntilTheEnd: Start runs the loop in the background: an
+// added key is synced, and the loop stops with ctx.
+func TestStartSyncsUntilTheEnd(t *testing.T) {
+	synced := make(chan string, 1)
+	l := New(Options{Name: "test", Log: quiet}, func(_ context.Context, k string) error { synced <- k; return nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	l.Start(ctx)
+	l.Add("a")
+	select {
+	case k := <-synced:
+		if k != "a" {
+			t.Errorf("synced %q, want a", k)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("not synced")
+	}
+	cancel()
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return l.queue.ShuttingDown(), nil
+	}); err != nil {
+		t.Error("the queue still runs after ctx ended")
 	}
 }

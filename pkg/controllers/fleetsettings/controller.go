@@ -158,11 +158,7 @@ func Register(ctx context.Context, opts Options) *Controller {
 	})
 	opts.Channels.OnChannelChange(c.reportAgentTimings)
 	c.reportAgentTimings()
-	go func() {
-		if err := c.loop.Run(ctx, deps.HasSynced); err != nil && ctx.Err() == nil {
-			c.log.Error("stopped", "error", err)
-		}
-	}()
+	c.loop.Start(ctx, deps.HasSynced)
 	return c
 }
 

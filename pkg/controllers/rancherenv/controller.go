@@ -103,11 +103,7 @@ func Register(ctx context.Context, opts Options) *Controller {
 		return nil
 	}))
 	opts.Triples.OnChange(func() { c.queue.Add(c.key()) })
-	go func() {
-		if err := c.loop.Run(ctx, inf.HasSynced); err != nil && ctx.Err() == nil {
-			c.log.Error("stopped", "error", err)
-		}
-	}()
+	c.loop.Start(ctx, inf.HasSynced)
 	return c
 }
 
