@@ -236,8 +236,15 @@ func TestSecondReplica(t *testing.T) {
 	w1, w2 := e.start(t, nil), e.start(t, nil)
 	e.set(t, retryName, "5s")
 	framework.Eventually(t, "the three entries", func() bool { return reflect.DeepEqual(electionEnv(e.get(t)), want5) })
-	n0 := w1.Writes() + w2.Writes()
-	framework.Consistently(t, "no more writes by either replica", framework.ConsistentlyMin, func() bool { return w1.Writes()+w2.Writes() == n0 })
+	// The replica whose write lost may still send it again, refused by the
+	// patch's test ops, until its informer brings the winner's write: wait
+	// for both to go quiet, then claim that nothing more comes.
+	framework.Eventually(t, "the rollout", func() bool { return e.deployCtl.count() >= 1 })
+	both := func() int { return w1.Writes() + w2.Writes() }
+	n0 := framework.WaitQuiet(t, "no write by either replica for "+framework.QuietWindow.String(), framework.QuietWindow, framework.QuietDeadline,
+		func() (int, bool) { return both(), true },
+		func(since time.Time) string { return "writes:" + w1.WritesSince(since) + w2.WritesSince(since) })
+	framework.Consistently(t, "no more writes by either replica", framework.ConsistentlyMin, func() bool { return both() == n0 })
 	if n, r := w1.Accepted()+w2.Accepted(), e.deployCtl.count(); n != 1 || r != 1 || len(duplicates(e.get(t))) != 0 {
 		t.Errorf("%d writes, %d rollouts, duplicates %v: want 1, 1, none", n, r, duplicates(e.get(t)))
 	}
