@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -188,12 +187,7 @@ func (o *auditOptions) Run(ctx context.Context) error {
 	r := a.Report(o.top.value)
 	r.Project(triples, source)
 	if o.output == "json" {
-		b, err := json.MarshalIndent(r, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(o.out, "%s\n", b)
-		return err
+		return writeJSON(o.out, r)
 	}
 	return printAudit(o.out, r)
 }

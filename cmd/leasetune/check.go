@@ -19,6 +19,7 @@ import (
 type checkOptions struct {
 	lease, renew, retry onceString
 	followers           decimalInt
+	output              string
 	timings             election.Timings // from the three duration flags (Complete)
 	errs                []error          // what Complete could not read
 	streams
@@ -45,8 +46,12 @@ longest kube-apiserver stall it survives without giving up the lock
 Durations use Go's syntax (time.ParseDuration), as wrangler and Fleet read them:
 "30s", "1m30s", "1.5s".
 
+With -o json, the same as one JSON object on stdout, invalid or not: "valid",
+"violations" (rule, fields, message), the cost and the notes.
+
 Exit status: 0 valid, 1 invalid (one line per broken rule), 2 bad usage.`,
-		Example: "  leasetune check --lease-duration 30s --renew-deadline 25s --retry-period 10s",
+		Example: "  leasetune check --lease-duration 30s --renew-deadline 25s --retry-period 10s\n" +
+			"  leasetune check --lease-duration 45s --renew-deadline 30s --retry-period 2s -o json",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return &usageError{fmt.Errorf("unexpected argument %q (a flag before it may have taken the next flag as its value)", args[0])}
@@ -60,6 +65,7 @@ Exit status: 0 valid, 1 invalid (one line per broken rule), 2 bad usage.`,
 	f.Var(&o.renew, "renew-deadline", "renewDeadline, e.g. 25s")
 	f.Var(&o.retry, "retry-period", "retryPeriod, e.g. 10s")
 	f.Var(&o.followers, "followers", "number of followers (candidates that are not the leader) per lock")
+	f.StringVarP(&o.output, "output", "o", "text", "text or json")
 	return cmd
 }
 
@@ -86,66 +92,163 @@ func (o *checkOptions) Complete(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// Validate reports the flags Complete could not read and a negative
-// --followers, all together. (An invalid triple is no usage error: Run
-// says why, exit 1.)
+// Validate reports the flags Complete could not read, a negative
+// --followers and a bad --output, all together. (An invalid triple is no
+// usage error: Run says why, exit 1.)
 func (o *checkOptions) Validate() error {
 	errs := o.errs
 	if o.followers.value < 0 {
 		errs = append(errs, fmt.Errorf("flag --followers %d must not be negative", o.followers.value))
 	}
+	if err := validOutput(o.output); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
-// Run validates the triple and prints its cost (check), then a note for
-// each value written in a way Fleet v0.16's chart refuses.
+// Run validates the triple and prints the result (checkResult) as text or
+// JSON; an invalid triple exits 1.
 func (o *checkOptions) Run(context.Context) error {
-	if err := check(o.out, o.errOut, o.timings, o.followers.value); err != nil {
+	r := evaluateCheck(o.timings, o.followers.value, [3]string{o.lease.value, o.renew.value, o.retry.value})
+	var err error
+	if o.output == "json" {
+		err = r.json(o.out)
+	} else {
+		err = r.text(o.out, o.errOut)
+	}
+	if err != nil {
 		return err
 	}
-	for i, v := range []onceString{o.lease, o.renew, o.retry} {
-		key := "leaderElection." + []string{"leaseDuration", "renewDeadline", "retryPeriod"}[i]
-		if fleet.ChartDurationError(key, v.value) != nil {
-			fmt.Fprintf(o.out, "note: %q is valid for wrangler and client-go, but as %s in Fleet's chart values (rancher-config's fleet key) Fleet v0.16's values schema refuses it (%s): write it as %s\n",
-				v.value, key, fleet.ChartDurationPattern, election.FormatDuration(o.timings.Get(election.Fields[i])))
-		}
+	if len(r.violations) > 0 {
+		return &exitError{code: exitFailed}
 	}
 	return nil
 }
 
-// check validates t and prints either its cost to stdout or one line per
-// broken rule to stderr (returning exit code 1).
-func check(stdout, stderr io.Writer, t election.Timings, followers int) error {
+// checkResult is what check finds about a triple: the rules it breaks,
+// or else its cost, and a note for each value as written (spelled) that
+// Fleet v0.16's chart refuses.
+type checkResult struct {
+	t          election.Timings
+	followers  int
+	violations []election.Violation
+	notes      []string
+}
+
+// evaluateCheck validates t (spelled as the flags gave it) for
+// followers followers.
+func evaluateCheck(t election.Timings, followers int, spelled [3]string) checkResult {
+	r := checkResult{t: t, followers: followers}
 	if err := t.Validate(); err != nil {
 		var verr *election.ValidationError
-		if !errors.As(err, &verr) {
-			return err
+		if errors.As(err, &verr) {
+			r.violations = verr.Violations
+		} else {
+			r.violations = []election.Violation{{Message: err.Error()}}
 		}
-		fmt.Fprintf(stderr, "invalid: %s\n", t)
-		for _, v := range verr.Violations {
+		return r
+	}
+	for i, v := range spelled {
+		key := "leaderElection." + string(election.Fields[i])
+		if fleet.ChartDurationError(key, v) != nil {
+			r.notes = append(r.notes, fmt.Sprintf("%q is valid for wrangler and client-go, but as %s in Fleet's chart values (rancher-config's fleet key) Fleet v0.16's values schema refuses it (%s): write it as %s",
+				v, key, fleet.ChartDurationPattern, election.FormatDuration(t.Get(election.Fields[i]))))
+		}
+	}
+	return r
+}
+
+// behaviours are the client-go behaviours check prints the cost for.
+var behaviours = []election.ClientGoBehaviour{election.LeaderGetsAndUpdates, election.LeaderOnlyUpdates}
+
+// text prints r: an invalid triple one line per broken rule to stderr,
+// a valid one its cost and notes to stdout.
+func (r checkResult) text(stdout, stderr io.Writer) error {
+	if len(r.violations) > 0 {
+		fmt.Fprintf(stderr, "invalid: %s\n", r.t)
+		for _, v := range r.violations {
 			fmt.Fprintf(stderr, "  %s\n", v.Message)
 		}
-		return &exitError{code: exitFailed}
+		return nil
 	}
-	fmt.Fprintf(stdout, "valid: %s\n", t)
-	fmt.Fprintf(stdout, "lock requests per hour, 1 leader + %d follower(s):\n", followers)
+	fmt.Fprintf(stdout, "valid: %s\n", r.t)
+	fmt.Fprintf(stdout, "lock requests per hour, 1 leader + %d follower(s):\n", r.followers)
 	w := tabwriter.NewWriter(stdout, 0, 0, 1, ' ', 0)
-	for _, b := range []election.ClientGoBehaviour{election.LeaderGetsAndUpdates, election.LeaderOnlyUpdates} {
-		c := election.CostOf(t, followers, b)
+	for _, b := range behaviours {
+		c := election.CostOf(r.t, r.followers, b)
 		fmt.Fprintf(w, "  %s:\t%.0f\t(leader %.0f, followers %.0f)\n",
 			b, c.TotalRequestsPerHour(), c.LeaderRequestsPerHour, c.FollowerRequestsPerHour)
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	c := election.CostOf(t, followers, election.LeaderGetsAndUpdates)
+	c := election.CostOf(r.t, r.followers, election.LeaderGetsAndUpdates)
 	fmt.Fprintf(stdout, "worst-case failover after the leader dies: %s (leaseDuration + 4.4 × retryPeriod)\n",
 		election.FormatDuration(c.WorstCaseFailover))
 	fmt.Fprintf(stdout, "renewal attempts before the leader gives up: %s (renewDeadline / retryPeriod)\n",
-		formatAttempts(election.RenewAttempts(t)))
+		formatAttempts(election.RenewAttempts(r.t)))
 	fmt.Fprintf(stdout, "the leader survives a kube-apiserver stall of up to %s (renewDeadline)\n",
-		election.FormatDuration(election.SurvivableStall(t)))
+		election.FormatDuration(election.SurvivableStall(r.t)))
+	for _, n := range r.notes {
+		fmt.Fprintf(stdout, "note: %s\n", n)
+	}
 	return nil
+}
+
+// checkJSON is check -o json. Violations and notes are [] when there are
+// none; the cost fields are left out for an invalid triple.
+type checkJSON struct {
+	LeaseDuration     string          `json:"leaseDuration"`
+	RenewDeadline     string          `json:"renewDeadline"`
+	RetryPeriod       string          `json:"retryPeriod"`
+	Valid             bool            `json:"valid"`
+	Violations        []violationJSON `json:"violations"`
+	Followers         int             `json:"followers"`
+	Cost              []costJSON      `json:"cost,omitempty"`
+	WorstCaseFailover string          `json:"worstCaseFailover,omitempty"`
+	RenewAttempts     float64         `json:"renewAttempts,omitempty"`
+	SurvivableStall   string          `json:"survivableStall,omitempty"`
+	Notes             []string        `json:"notes"`
+}
+
+type violationJSON struct {
+	Rule    string   `json:"rule,omitempty"`
+	Fields  []string `json:"fields,omitempty"`
+	Message string   `json:"message"`
+}
+
+// costJSON is the lock requests per hour of one lock, for one client-go
+// behaviour (its String, as recommend's clientGo).
+type costJSON struct {
+	ClientGo                string  `json:"clientGo"`
+	RequestsPerHour         float64 `json:"requestsPerHour"`
+	LeaderRequestsPerHour   float64 `json:"leaderRequestsPerHour"`
+	FollowerRequestsPerHour float64 `json:"followerRequestsPerHour"`
+}
+
+func (r checkResult) json(w io.Writer) error {
+	f := election.FormatDuration
+	out := checkJSON{LeaseDuration: f(r.t.LeaseDuration), RenewDeadline: f(r.t.RenewDeadline), RetryPeriod: f(r.t.RetryPeriod),
+		Valid: len(r.violations) == 0, Violations: []violationJSON{}, Followers: r.followers, Notes: []string{}}
+	out.Notes = append(out.Notes, r.notes...)
+	for _, v := range r.violations {
+		vj := violationJSON{Rule: string(v.Rule), Message: v.Message}
+		for _, fl := range v.Fields {
+			vj.Fields = append(vj.Fields, string(fl))
+		}
+		out.Violations = append(out.Violations, vj)
+	}
+	if out.Valid {
+		for _, b := range behaviours {
+			c := election.CostOf(r.t, r.followers, b)
+			out.Cost = append(out.Cost, costJSON{ClientGo: b.String(), RequestsPerHour: c.TotalRequestsPerHour(),
+				LeaderRequestsPerHour: c.LeaderRequestsPerHour, FollowerRequestsPerHour: c.FollowerRequestsPerHour})
+		}
+		out.WorstCaseFailover = f(election.CostOf(r.t, r.followers, election.LeaderGetsAndUpdates).WorstCaseFailover)
+		out.RenewAttempts = math.Round(election.RenewAttempts(r.t)*100) / 100
+		out.SurvivableStall = f(election.SurvivableStall(r.t))
+	}
+	return writeJSON(w, out)
 }
 
 // formatAttempts formats a number of renewal attempts with at most two

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -175,5 +177,82 @@ func TestCheck(t *testing.T) {
 				t.Errorf("stdout not empty:\n%s", &out)
 			}
 		})
+	}
+}
+
+// TestCheckJSON: check -o json prints one object on stdout, valid or not,
+// and exits as the text output does.
+func TestCheckJSON(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want checkJSON
+	}{
+		{
+			name: "wrangler defaults with 2 followers",
+			args: []string{"--lease-duration", "45s", "--renew-deadline", "30s", "--retry-period", "2s", "--followers", "2"},
+			want: checkJSON{LeaseDuration: "45s", RenewDeadline: "30s", RetryPeriod: "2s", Valid: true, Violations: []violationJSON{}, Followers: 2,
+				Cost: []costJSON{
+					{ClientGo: "client-go < v0.30 (leader gets and updates)", RequestsPerHour: 5850, LeaderRequestsPerHour: 3600, FollowerRequestsPerHour: 2250},
+					{ClientGo: "client-go v0.30+ (leader updates only)", RequestsPerHour: 4050, LeaderRequestsPerHour: 1800, FollowerRequestsPerHour: 2250},
+				},
+				WorstCaseFailover: "53.8s", RenewAttempts: 15, SurvivableStall: "30s", Notes: []string{}},
+		},
+		{
+			name: "Fleet's defaults, one spelled as Fleet v0.16's chart refuses",
+			args: []string{"--lease-duration", "30s", "--renew-deadline", "25s", "--retry-period", "+10s"},
+			want: checkJSON{LeaseDuration: "30s", RenewDeadline: "25s", RetryPeriod: "10s", Valid: true, Violations: []violationJSON{}, Followers: 1,
+				Cost: []costJSON{
+					{ClientGo: "client-go < v0.30 (leader gets and updates)", RequestsPerHour: 945, LeaderRequestsPerHour: 720, FollowerRequestsPerHour: 225},
+					{ClientGo: "client-go v0.30+ (leader updates only)", RequestsPerHour: 585, LeaderRequestsPerHour: 360, FollowerRequestsPerHour: 225},
+				},
+				WorstCaseFailover: "1m14s", RenewAttempts: 2.5, SurvivableStall: "25s",
+				Notes: []string{`"+10s" is valid for wrangler and client-go, but as leaderElection.retryPeriod in Fleet's chart values (rancher-config's fleet key) Fleet v0.16's values schema refuses it (^(0|([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+)$): write it as 10s`}},
+		},
+		{
+			name: "invalid: every broken rule, no cost",
+			args: []string{"--lease-duration", "10.5s", "--renew-deadline", "20s", "--retry-period", "20s"},
+			code: 1,
+			want: checkJSON{LeaseDuration: "10.5s", RenewDeadline: "20s", RetryPeriod: "20s", Followers: 1, Notes: []string{},
+				Violations: []violationJSON{
+					{Rule: "LeaseDurationExceedsRenewDeadline", Fields: []string{"leaseDuration", "renewDeadline"}, Message: "leaseDuration 10.5s must exceed renewDeadline 20s"},
+					{Rule: "RenewDeadlineExceedsJitteredRetryPeriod", Fields: []string{"renewDeadline", "retryPeriod"}, Message: "renewDeadline 20s must exceed 1.2 × retryPeriod 20s = 24s"},
+					{Rule: "LeaseDurationWholeSeconds", Fields: []string{"leaseDuration"}, Message: "leaseDuration 10.5s must be a whole number of seconds"},
+					{Rule: "RenewDeadlineAllowsTwoAttempts", Fields: []string{"renewDeadline", "retryPeriod"}, Message: "renewDeadline 20s must be at least 2 × retryPeriod 20s = 40s, so the leader gets a second renewal attempt"},
+				}},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), append(append([]string{"check"}, c.args...), "-o", "json"), strings.NewReader(""), &out, &errOut)
+			if code != c.code || errOut.Len() > 0 {
+				t.Errorf("exit code %d, stderr %q: want %d and nothing", code, &errOut, c.code)
+			}
+			var got checkJSON
+			dec := json.NewDecoder(&out)
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&got); err != nil {
+				t.Fatalf("stdout is not check's JSON: %v\n%s", err, out.String())
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got  %+v\nwant %+v", got, c.want)
+			}
+			if dec.More() {
+				t.Error("more than one JSON value on stdout")
+			}
+		})
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"check", "--lease-duration", "45s", "--renew-deadline", "30s", "--retry-period", "2s", "-o", "yaml"},
+		strings.NewReader(""), &out, &errOut); code != exitUsage || !strings.Contains(errOut.String(), `--output "yaml": want text or json`) || out.Len() > 0 {
+		t.Errorf("-o yaml: exit %d, stdout %q, stderr %q: want 2 and the usage error", code, &out, &errOut)
+	}
+	// Not escaped for HTML, as a person reads it.
+	out.Reset()
+	run(context.Background(), []string{"check", "--lease-duration", "45s", "--renew-deadline", "30s", "--retry-period", "2s", "-o", "json"}, strings.NewReader(""), &out, &errOut)
+	if !strings.Contains(out.String(), `"client-go < v0.30`) {
+		t.Errorf("JSON escapes < for HTML:\n%s", &out)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 
@@ -66,4 +67,13 @@ func mark(err error, as func(error) error) error {
 		return err
 	}
 	return as(err)
+}
+
+// writeJSON writes v to w as indented JSON and a newline, with "<", ">"
+// and "&" as they are (not escaped for HTML: "client-go < v0.30").
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

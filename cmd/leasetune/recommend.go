@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -328,12 +327,7 @@ func (r recommendation) json(w io.Writer) error {
 		}
 		out.Installation = inst
 	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
+	return writeJSON(w, out)
 }
 
 // inEffectTriples returns the triple in effect per component and where it
