@@ -123,8 +123,8 @@ shown as inferred. A ConfigMap that is only read is not a lock.
 
 Lines that are not audit events are counted and the first few reported with
 their line numbers. Exit status: 0 done (also for an empty log), 1 a file
-cannot be read, a gzip stream is truncated or the Settings cannot be read,
-2 bad usage.`,
+cannot be read, a gzip stream is truncated, the Settings cannot be read, or
+there are lines but none is an audit event (after the report), 2 bad usage.`,
 		Example: `  leasetune audit /var/log/kube-audit/audit.log /var/log/kube-audit/audit-*.log.gz
   zcat audit.log.gz | leasetune audit --top 20 -
   leasetune audit --retry-period 10s --output json audit.log`,
@@ -187,9 +187,16 @@ func (o *auditOptions) Run(ctx context.Context) error {
 	r := a.Report(o.top.value)
 	r.Project(triples, source)
 	if o.output == "json" {
-		return writeJSON(o.out, r)
+		err = writeJSON(o.out, r)
+	} else {
+		err = printAudit(o.out, r)
 	}
-	return printAudit(o.out, r)
+	if err == nil && r.Events == 0 && r.BadLines > 0 {
+		// Lines, but not one event: the wrong file, or another format.
+		err = &runtimeError{fmt.Errorf("none of the %d lines in %s is an audit event (one audit.k8s.io/v1 Event per line, in JSON: the kube-apiserver's --audit-log-path with --audit-log-format=json, its default)",
+			r.Lines, strings.Join(r.Files, ", "))}
+	}
+	return err
 }
 
 // readLog reads the log name (- for stdin) into a, until ctx ends.

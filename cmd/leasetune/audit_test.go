@@ -141,9 +141,21 @@ func TestAuditInputs(t *testing.T) {
 		t.Errorf("truncated gzip: exit %d, %q", code, errs)
 	}
 
-	code, out, _ = runCmd(t, "not json\n{}\n", "audit", "-")
-	if code != 0 || !strings.Contains(out, "not an audit event: stdin line 1:") || !strings.Contains(out, "stdin line 2:") {
-		t.Errorf("bad lines: exit %d, %q", code, out)
+	// Lines, none an event: the report, then an error (the wrong file).
+	code, out, errs = runCmd(t, "not json\n{}\n", "audit", "-")
+	if code != 1 || !strings.Contains(out, "not an audit event: stdin line 1:") || !strings.Contains(out, "stdin line 2:") ||
+		!strings.Contains(errs, "none of the 2 lines in stdin is an audit event") {
+		t.Errorf("no line an event: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, errs = runCmd(t, "not json\n", "audit", "-o", "json", "-")
+	if code != 1 || !strings.Contains(out, `"badLines": 1`) || !strings.Contains(errs, "none of the 1 lines in stdin") {
+		t.Errorf("no line an event, -o json: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	// Bad lines among events are counted, never fatal.
+	good, _ := os.ReadFile(sampleLog(t, false))
+	code, out, errs = runCmd(t, "not json\n"+string(good), "audit", "-")
+	if code != 0 || !strings.Contains(out, "not an audit event: stdin line 1:") {
+		t.Errorf("a bad line among events: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 
 	for _, args := range [][]string{
