@@ -47,9 +47,11 @@ Durations use Go's syntax (time.ParseDuration), as wrangler and Fleet read them:
 "30s", "1m30s", "1.5s".
 
 With -o json, the same as one JSON object on stdout, invalid or not: "valid",
-"violations" (rule, fields, message), the cost and the notes.
+"violations" (rule, fields, message), the cost (the model's numbers, not
+rounded) and the notes.
 
-Exit status: 0 valid, 1 invalid (one line per broken rule), 2 bad usage.`,
+Exit status: 0 valid, 1 invalid (one line per broken rule on stderr, or the
+JSON object), 2 bad usage.`,
 		Example: "  leasetune check --lease-duration 30s --renew-deadline 25s --retry-period 10s\n" +
 			"  leasetune check --lease-duration 45s --renew-deadline 30s --retry-period 2s -o json",
 		Args: func(_ *cobra.Command, args []string) error {
@@ -196,7 +198,8 @@ func (r checkResult) text(stdout, stderr io.Writer) error {
 }
 
 // checkJSON is check -o json. Violations and notes are [] when there are
-// none; the cost fields are left out for an invalid triple.
+// none; the cost fields are left out for an invalid triple; numbers are
+// the model's, not rounded (as recommend -o json).
 type checkJSON struct {
 	LeaseDuration     string          `json:"leaseDuration"`
 	RenewDeadline     string          `json:"renewDeadline"`
@@ -245,7 +248,7 @@ func (r checkResult) json(w io.Writer) error {
 				LeaderRequestsPerHour: c.LeaderRequestsPerHour, FollowerRequestsPerHour: c.FollowerRequestsPerHour})
 		}
 		out.WorstCaseFailover = f(election.CostOf(r.t, r.followers, election.LeaderGetsAndUpdates).WorstCaseFailover)
-		out.RenewAttempts = math.Round(election.RenewAttempts(r.t)*100) / 100
+		out.RenewAttempts = election.RenewAttempts(r.t)
 		out.SurvivableStall = f(election.SurvivableStall(r.t))
 	}
 	return writeJSON(w, out)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -244,7 +245,30 @@ func TestCheckJSON(t *testing.T) {
 			}
 		})
 	}
+	// The model's numbers, not rounded as the text rounds them.
 	var out, errOut bytes.Buffer
+	var got checkJSON
+	if code := run(context.Background(), []string{"check", "--lease-duration", "30s", "--renew-deadline", "25s", "--retry-period", "7s", "-o", "json"},
+		strings.NewReader(""), &out, &errOut); code != 0 || json.Unmarshal(out.Bytes(), &got) != nil || len(got.Cost) != 2 {
+		t.Fatalf("7s: exit %d: %s%s", code, &out, &errOut)
+	}
+	h := 3600.0 / 7
+	for _, c := range []struct {
+		what      string
+		got, want float64
+	}{
+		{"leader, client-go < v0.30", got.Cost[0].LeaderRequestsPerHour, 2 * h},
+		{"followers", got.Cost[0].FollowerRequestsPerHour, h / 1.6},
+		{"all, client-go < v0.30", got.Cost[0].RequestsPerHour, 2*h + h/1.6},
+		{"all, client-go v0.30+", got.Cost[1].RequestsPerHour, h + h/1.6},
+		{"renew attempts", got.RenewAttempts, 25.0 / 7},
+	} {
+		if math.Abs(c.got-c.want) > 1e-9 {
+			t.Errorf("%s: %v, want %v", c.what, c.got, c.want)
+		}
+	}
+	out.Reset()
+	errOut.Reset()
 	if code := run(context.Background(), []string{"check", "--lease-duration", "45s", "--renew-deadline", "30s", "--retry-period", "2s", "-o", "yaml"},
 		strings.NewReader(""), &out, &errOut); code != exitUsage || !strings.Contains(errOut.String(), `--output "yaml": want text or json`) || out.Len() > 0 {
 		t.Errorf("-o yaml: exit %d, stdout %q, stderr %q: want 2 and the usage error", code, &out, &errOut)

@@ -7,6 +7,7 @@
 package plan
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -572,5 +573,13 @@ func (r *Report) JSON() ([]byte, error) {
 	if out.Changes == nil {
 		out.Changes = []Change{}
 	}
-	return json.MarshalIndent(out, "", "  ")
+	// Not escaped for HTML: a refused value reads as it was given.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -137,6 +137,11 @@ func TestFromSnapshotOutput(t *testing.T) {
 	if err != nil || string(b) != emptyJSON {
 		t.Errorf("%v\n%s\nwant\n%s", err, b, emptyJSON)
 	}
+	// A refused value in the JSON as it was given: not escaped for HTML.
+	b, err = FromSnapshot(snapshotWith(nil), []Assignment{{"fleet-leader-election-retry-period", "1s&<x>"}}).JSON()
+	if err != nil || !bytes.Contains(b, []byte(`retryPeriod \"1s&<x>\" is not a duration`)) {
+		t.Errorf("%v: a refused value escaped for HTML, or missing:\n%s", err, b)
+	}
 	var out bytes.Buffer
 	r.Print(&out)
 	want := `fleet-controller: leaseDuration=30s renewDeadline=25s retryPeriod=10s
